@@ -1,0 +1,83 @@
+"""Ways to make tensors: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn``, ``rand``.
+
+Random tensors come from one NumPy ``Generator``; ``manual_seed(s)`` replaces
+it, which makes every later ``randn``/``rand`` (and the modules' initial
+weights, and dropout masks) reproducible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .tensor import ArrayLike, Tensor
+
+float32 = np.float32
+float64 = np.float64
+int64 = np.int64
+bool_ = np.bool_
+
+_generator = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> np.random.Generator:
+    """Reseed the generator behind ``randn``, ``rand``, initialisation and dropout."""
+    global _generator
+    _generator = np.random.default_rng(seed)
+    return _generator
+
+
+def default_generator() -> np.random.Generator:
+    """The generator that ``manual_seed`` controls."""
+    return _generator
+
+
+def _size(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _float_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"expected a floating dtype, got {dtype}")
+    return dtype
+
+
+def tensor(data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (floats default to float32)."""
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+
+
+def zeros(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros."""
+    return Tensor(np.zeros(_size(shape), dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def ones(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    return Tensor(np.ones(_size(shape), dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+
+
+def randn(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Samples from the standard normal distribution."""
+    data = _generator.standard_normal(_size(shape)).astype(_float_dtype(dtype))
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def rand(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Samples from the uniform distribution on [0, 1)."""
+    data = _generator.random(_size(shape)).astype(_float_dtype(dtype))
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None) -> Tensor:
+    """``start, start + step, ...`` below ``end`` (ints give int64, floats float32)."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        all_ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = np.int64 if all_ints else np.float32
+    return Tensor(np.arange(start, end, step).astype(dtype))

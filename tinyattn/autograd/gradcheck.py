@@ -1,0 +1,108 @@
+"""``gradcheck``: compare the analytic gradient with central finite differences.
+
+For ``L = sum_i sum(func(*inputs)[i] * R_i)`` with fixed random ``R_i`` (drawn
+from gradcheck's own RNG), every element ``x_j`` of every input that requires
+grad is checked::
+
+    analytic:   dL/dx_j  from backward()
+    numerical:  (L(x_j + eps) - L(x_j - eps)) / (2 eps)
+    pass if:    |analytic - numerical| <= atol + rtol * |numerical|
+
+A random ``R`` (rather than ``L = sum(out)``) matters: the sum of a softmax is
+always 1, so its gradient is zero and any backward would pass.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .engine import grad
+from .grad_mode import no_grad
+from .tensor import Tensor
+
+
+class GradcheckError(RuntimeError):
+    """Raised by ``gradcheck`` when analytic and numerical gradients disagree."""
+
+
+def _outputs(result: Any) -> list[Tensor]:
+    results = result if isinstance(result, (tuple, list)) else (result,)
+    return [r for r in results if isinstance(r, Tensor) and r.dtype.kind == "f"]
+
+
+def _weighted_sum(outputs: Sequence[Tensor], weights: Sequence[np.ndarray]) -> float:
+    return float(sum(np.sum(o.data.astype(np.float64) * w) for o, w in zip(outputs, weights)))
+
+
+def gradcheck(
+    func: Callable[..., Any],
+    inputs: Tensor | Sequence[Any],
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    seed: int = 0,
+) -> bool:
+    """Check ``func``'s backward against finite differences for every input that requires grad.
+
+    Returns True; on a mismatch raises ``GradcheckError`` naming the input
+    position, the worst element's index and both values (or returns False when
+    ``raise_exception=False``).
+    """
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    checked = [(i, t) for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input requires grad")
+    for i, t in checked:
+        if t.dtype != np.float64:
+            warnings.warn(
+                f"gradcheck: input {i} is {t.dtype}, not float64; finite differences will be inaccurate",
+                stacklevel=2,
+            )
+    rng = np.random.default_rng(seed)  # gradcheck's own RNG: global state is left alone
+    outputs = _outputs(func(*inputs))
+    if not outputs:
+        raise ValueError("gradcheck: func returned no floating-point tensor")
+    weights = [rng.standard_normal(o.shape) for o in outputs]
+
+    # analytic: backprop R through each output, summing the contributions
+    analytic = [np.zeros(t.shape) for _, t in checked]
+    for out, w in zip(outputs, weights):
+        if not out.requires_grad:
+            continue
+        grads = grad(out, [t for _, t in checked], w.astype(out.dtype))
+        for acc, g in zip(analytic, grads):
+            if g is not None:
+                acc += g
+
+    for (position, t), a in zip(checked, analytic):
+        numerical = np.zeros(t.shape)
+        flat = t.data.reshape(-1)  # a view: writing it perturbs t
+        if not np.shares_memory(flat, t.data):
+            raise ValueError(f"gradcheck: input {position} must be contiguous")
+        with no_grad():
+            for j in range(flat.size):
+                original = flat[j]
+                flat[j] = original + eps
+                plus = _weighted_sum(_outputs(func(*inputs)), weights)
+                flat[j] = original - eps
+                minus = _weighted_sum(_outputs(func(*inputs)), weights)
+                flat[j] = original
+                numerical.reshape(-1)[j] = (plus - minus) / (2 * eps)
+        excess = np.abs(a - numerical) - (atol + rtol * np.abs(numerical))
+        if np.any(excess > 0) or not np.all(np.isfinite(a)):
+            worst = np.unravel_index(int(np.nanargmax(np.where(np.isfinite(excess), excess, np.inf))), t.shape)
+            name = getattr(func, "__name__", repr(func))
+            message = (
+                f"gradcheck: {name}: gradient mismatch for input {position} (shape {t.shape}) "
+                f"at index {tuple(int(k) for k in worst)}: analytic {a[worst]:.6g} vs "
+                f"numerical {numerical[worst]:.6g} (atol={atol}, rtol={rtol})"
+            )
+            if raise_exception:
+                raise GradcheckError(message)
+            return False
+    return True

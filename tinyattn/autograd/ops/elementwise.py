@@ -1,0 +1,283 @@
+"""Elementwise ops. Binary ops broadcast like NumPy; backward undoes it with ``unbroadcast``.
+
+For ``out = f(a, b)`` with upstream gradient ``g = dL/dout`` each backward returns
+``dL/da = unbroadcast(g * df/da)`` and ``dL/db = unbroadcast(g * df/db)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..function import Context, Function, broadcast_shapes, unbroadcast
+from ..tensor import Tensor
+
+
+def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
+    """Shape and dtype of an operand (a Python scalar has shape () and no dtype)."""
+    return (x.shape, x.dtype) if isinstance(x, np.ndarray) else ((), None)
+
+
+def _save_operands(ctx: Context, op: str, a: Any, b: Any) -> None:
+    ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
+    broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])
+
+
+class Add(Function):
+    """``out = a + b``;  ``da = g``, ``db = g`` (each unbroadcast)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        _save_operands(ctx, "add", a, b)
+        return a + b
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        return unbroadcast(g, *ctx.a_meta), unbroadcast(g, *ctx.b_meta)
+
+
+class Sub(Function):
+    """``out = a - b``;  ``da = g``, ``db = -g``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        _save_operands(ctx, "sub", a, b)
+        return a - b
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        return unbroadcast(g, *ctx.a_meta), unbroadcast(-g, *ctx.b_meta)
+
+
+class Mul(Function):
+    """``out = a * b``;  ``da = g * b``, ``db = g * a``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        _save_operands(ctx, "mul", a, b)
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        a, b = ctx.saved_tensors
+        da = unbroadcast(g * b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(g * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Div(Function):
+    """``out = a / b``;  ``da = g / b``, ``db = -g * a / b**2``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        _save_operands(ctx, "div", a, b)
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        a, b = ctx.saved_tensors
+        da = unbroadcast(g / b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(-g * a / (b * b), *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Pow(Function):
+    """``out = a ** b``;  ``da = g * b * a**(b-1)``, ``db = g * out * log(a)``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        _save_operands(ctx, "pow", a, b)
+        out = np.power(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        a, b, out = ctx.saved_tensors
+        da = unbroadcast(g * b * np.power(a, b - 1), *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(g * out * np.log(a), *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Neg(Function):
+    """``out = -x``;  ``dx = -g``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return -x
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (-g,)
+
+
+class Exp(Function):
+    """``out = exp(x)``;  ``dx = g * out``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        out = np.exp(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (out,) = ctx.saved_tensors
+        return (g * out,)
+
+
+class Log(Function):
+    """``out = log(x)``;  ``dx = g / x``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        ctx.save_for_backward(x)
+        return np.log(x)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (g / x,)
+
+
+class Sqrt(Function):
+    """``out = sqrt(x)``;  ``dx = g / (2 * out)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        out = np.sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (out,) = ctx.saved_tensors
+        return (g / (2 * out),)
+
+
+class Tanh(Function):
+    """``out = tanh(x)``;  ``dx = g * (1 - out**2)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        out = np.tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (out,) = ctx.saved_tensors
+        return (g * (1 - out * out),)
+
+
+class ReLU(Function):
+    """``out = max(x, 0)``;  ``dx = g * (x > 0)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        ctx.save_for_backward(x > 0)
+        return np.maximum(x, 0)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (positive,) = ctx.saved_tensors
+        return (g * positive,)
+
+
+class Sigmoid(Function):
+    """``out = 1 / (1 + exp(-x))``;  ``dx = g * out * (1 - out)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        # exp of a non-positive number only, so neither branch overflows
+        e = np.exp(-np.abs(x))
+        out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (out,) = ctx.saved_tensors
+        return (g * out * (1 - out),)
+
+
+class Abs(Function):
+    """``out = |x|``;  ``dx = g * sign(x)`` (0 at x = 0, as torch)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        ctx.save_for_backward(x)
+        return np.abs(x)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (g * np.sign(x),)
+
+
+class Cast(Function):
+    """``out = x.astype(dtype)``;  ``dx = g.astype(x.dtype)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g.astype(ctx.in_dtype),)
+
+
+def _bool_mask(op: str, mask: Any) -> np.ndarray:
+    mask = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{op}: mask must be a bool tensor, got dtype {mask.dtype}")
+    return mask
+
+
+class MaskedFill(Function):
+    """``out = where(mask, value, x)``;  ``dx = where(mask, 0, g)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
+        mask = _bool_mask("masked_fill", mask)
+        if broadcast_shapes("masked_fill", x.shape, mask.shape) != x.shape:
+            raise ValueError(
+                f"masked_fill: mask of shape {mask.shape} does not broadcast to the "
+                f"tensor's shape {x.shape}"
+            )
+        ctx.save_for_backward(mask)
+        return np.where(mask, np.asarray(value, dtype=x.dtype), x)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, None]:
+        (mask,) = ctx.saved_tensors
+        return np.where(mask, 0, g).astype(g.dtype, copy=False), None
+
+
+class Where(Function):
+    """``out = where(cond, a, b)``;  ``da = where(cond, g, 0)``, ``db = where(cond, 0, g)``."""
+
+    @staticmethod
+    def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
+        cond = _bool_mask("where", cond)
+        ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
+        broadcast_shapes("where", cond.shape, ctx.a_meta[0], ctx.b_meta[0])
+        ctx.save_for_backward(cond)
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[None, Any, Any]:
+        (cond,) = ctx.saved_tensors
+        zero = np.zeros((), dtype=g.dtype)
+        da = unbroadcast(np.where(cond, g, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
+        db = unbroadcast(np.where(cond, zero, g), *ctx.b_meta) if ctx.needs_input_grad[2] else None
+        return None, da, db
+
+
+def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:
+    """``input`` where ``condition`` is True, else ``other`` (all three broadcast)."""
+    return Where.apply(condition, input, other)

@@ -1,0 +1,50 @@
+"""Matrix product with NumPy's ``@`` rules: 1-D, 2-D, and batched with broadcast batch dims."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..function import Context, Function, broadcast_shapes, unbroadcast
+
+
+class MatMul(Function):
+    """``C = A @ B``;  ``dA = dC @ B^T``,  ``dB = A^T @ dC``.
+
+    Shapes: ``A (..., n, k) @ B (..., k, m) -> C (..., n, m)``, the ``...`` broadcast.
+    A 1-D ``A`` acts as a row ``(1, k)`` and a 1-D ``B`` as a column ``(k, 1)``;
+    the added axis is dropped from ``C``. Backward works on those 2-D views and
+    then unbroadcasts the batch dims, so the same two formulas cover every case.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.asarray(a), np.asarray(b)
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+        if a.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
+            k_b = b.shape[0 if b.ndim == 1 else -2]
+            raise ValueError(
+                f"matmul: shapes {a.shape} and {b.shape} are not aligned ({a.shape[-1]} != {k_b})"
+            )
+        broadcast_shapes("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        a, b = ctx.saved_tensors
+        a2 = a[None, :] if a.ndim == 1 else a  # (..., n, k)
+        b2 = b[:, None] if b.ndim == 1 else b  # (..., k, m)
+        g2 = g
+        if a.ndim == 1:
+            g2 = np.expand_dims(g2, -2 if b.ndim > 1 else 0)  # restore n = 1
+        if b.ndim == 1:
+            g2 = np.expand_dims(g2, -1)  # restore m = 1
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = g2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
+            da = unbroadcast(da, a2.shape, a.dtype).reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            db = np.swapaxes(a2, -1, -2) @ g2  # (..., k, n) @ (..., n, m) -> (..., k, m)
+            db = unbroadcast(db, b2.shape, b.dtype).reshape(b.shape)
+        return da, db

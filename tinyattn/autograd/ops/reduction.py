@@ -1,0 +1,91 @@
+"""Reductions over one or more dims. Backward spreads ``g`` back over the reduced dims."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from ..function import Context, Function, normalize_dims
+
+
+def _expand_back(g: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """Re-insert the reduced dims of ``g`` (if dropped) and broadcast it to ``shape``."""
+    if not keepdim:
+        g = np.expand_dims(g, dims)
+    return np.broadcast_to(g, shape)
+
+
+class Sum(Function):
+    """``out = sum(x, dim)``;  ``dx = g`` copied along the summed dims."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        ctx.dims = normalize_dims("sum", dim, x.ndim)
+        ctx.keepdim, ctx.shape = keepdim, x.shape
+        return np.sum(x, axis=ctx.dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (_expand_back(g, ctx.dims, ctx.keepdim, ctx.shape),)
+
+
+class Mean(Function):
+    """``out = sum(x, dim) / N``;  ``dx = g / N`` copied along the reduced dims."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        ctx.dims = normalize_dims("mean", dim, x.ndim)
+        ctx.keepdim, ctx.shape = keepdim, x.shape
+        ctx.count = int(np.prod([x.shape[d] for d in ctx.dims]))
+        return np.mean(x, axis=ctx.dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (_expand_back(g / ctx.count, ctx.dims, ctx.keepdim, ctx.shape),)
+
+
+class Amax(Function):
+    """``out = max(x, dim)``;  ``dx = g * (x == out) / (number of ties)``.
+
+    Where several elements tie for the maximum they share the gradient equally,
+    as in torch's ``amax``.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        if x.size == 0:
+            raise ValueError(f"amax: cannot reduce an empty tensor of shape {x.shape}")
+        ctx.dims = normalize_dims("amax", dim, x.ndim)
+        ctx.keepdim = keepdim
+        out = np.max(x, axis=ctx.dims, keepdims=True)
+        ctx.save_for_backward(x == out)
+        return out if keepdim else np.squeeze(out, axis=ctx.dims)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (is_max,) = ctx.saved_tensors
+        ties = is_max.sum(axis=ctx.dims, keepdims=True)
+        g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
+        return ((is_max * (g / ties)).astype(g.dtype, copy=False),)
+
+
+class Var(Function):
+    """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) g / (N - correction)``."""
+
+    @staticmethod
+    def forward(
+        ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool, correction: int
+    ) -> np.ndarray:
+        dims = normalize_dims("var", dim, x.ndim)
+        count = int(np.prod([x.shape[d] for d in dims]))
+        centered = x - np.mean(x, axis=dims, keepdims=True)
+        ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
+        ctx.save_for_backward(centered)
+        return np.sum(centered * centered, axis=dims, keepdims=keepdim) / ctx.denom
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        (centered,) = ctx.saved_tensors
+        g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
+        return (2 * centered * g / ctx.denom,)

@@ -1,0 +1,234 @@
+"""Ops that move data without changing values: reshape, transpose, indexing, cat, ...
+
+Their backward applies the inverse movement to the gradient: reshape it back,
+transpose it back, scatter it back to where the elements came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..function import Context, Function, broadcast_shapes, normalize_dim, unbroadcast
+from ..tensor import Tensor
+
+
+class Reshape(Function):
+    """``out = x.reshape(shape)``;  ``dx = g.reshape(x.shape)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
+        ctx.shape = x.shape
+        try:
+            return x.reshape(shape)
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"{op}: shape {tuple(shape)} is invalid for input of shape {x.shape} (size {x.size})"
+            ) from None
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g.reshape(ctx.shape),)
+
+
+class Transpose(Function):
+    """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(g, dim0, dim1)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
+        ctx.dims = normalize_dim("transpose", dim0, x.ndim), normalize_dim("transpose", dim1, x.ndim)
+        return np.swapaxes(x, *ctx.dims)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (np.swapaxes(g, *ctx.dims),)
+
+
+class Permute(Function):
+    """``out = transpose(x, dims)``;  ``dx = transpose(g, argsort(dims))``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
+        perm = tuple(normalize_dim("permute", d, x.ndim) for d in dims)
+        if sorted(perm) != list(range(x.ndim)):
+            raise ValueError(
+                f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims of shape {x.shape}"
+            )
+        ctx.inverse = tuple(np.argsort(perm))
+        return np.transpose(x, perm)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (np.transpose(g, ctx.inverse),)
+
+
+class Unsqueeze(Function):
+    """``out = expand_dims(x, dim)``;  ``dx = g.reshape(x.shape)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        ctx.shape = x.shape
+        return np.expand_dims(x, normalize_dim("unsqueeze", dim, x.ndim + 1))
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g.reshape(ctx.shape),)
+
+
+class Squeeze(Function):
+    """``out = x`` without size-1 dims;  ``dx = g.reshape(x.shape)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
+        ctx.shape = x.shape
+        if dim is None:
+            return np.squeeze(x)
+        d = normalize_dim("squeeze", dim, x.ndim)
+        return np.squeeze(x, axis=d) if x.ndim and x.shape[d] == 1 else x
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (g.reshape(ctx.shape),)
+
+
+class Expand(Function):
+    """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(g, x.shape)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
+        lead = len(sizes) - x.ndim
+        if lead < 0:
+            raise ValueError(f"expand: cannot expand shape {x.shape} to fewer dims {tuple(sizes)}")
+        target = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
+        if broadcast_shapes("expand", x.shape, target) != target:
+            raise ValueError(f"expand: cannot expand shape {x.shape} to {tuple(sizes)}")
+        ctx.shape, ctx.dtype = x.shape, x.dtype
+        return np.broadcast_to(x, target)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        return (unbroadcast(g, ctx.shape, ctx.dtype),)
+
+
+def _plain_index(index: Any) -> Any:
+    """Replace tensors inside an index by their arrays."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+def _is_basic(index: Any) -> bool:
+    """True for indexes of ints, slices, None and Ellipsis only (each element picked once)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(p, (int, np.integer, slice)) or p is None or p is Ellipsis for p in parts)
+
+
+class GetItem(Function):
+    """``out = x[index]``;  ``dx = zeros_like(x)`` with ``g`` added back at ``index``.
+
+    Integer-array indexes may pick an element twice, so the scatter uses
+    ``np.add.at``, which accumulates repeats instead of overwriting them.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
+        index = _plain_index(index)
+        ctx.index, ctx.shape, ctx.dtype = index, x.shape, x.dtype
+        try:
+            return np.asarray(x[index])
+        except IndexError as err:
+            raise IndexError(f"getitem: index {index!r} is invalid for shape {x.shape}: {err}") from None
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        dx = np.zeros(ctx.shape, dtype=ctx.dtype)
+        if _is_basic(ctx.index):
+            dx[ctx.index] = g
+        else:
+            np.add.at(dx, ctx.index, g)
+        return (dx,)
+
+
+class Cat(Function):
+    """``out = concatenate(xs, dim)``;  ``dx_i = g`` sliced back to ``x_i``'s part."""
+
+    @staticmethod
+    def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
+        if not xs:
+            raise ValueError("cat: expected a non-empty sequence of tensors")
+        d = normalize_dim("cat", dim, xs[0].ndim)
+        for i, x in enumerate(xs):
+            if x.ndim != xs[0].ndim or x.shape[:d] + x.shape[d + 1 :] != xs[0].shape[:d] + xs[0].shape[d + 1 :]:
+                raise ValueError(
+                    f"cat: tensor {i} has shape {x.shape}, which does not match {xs[0].shape} "
+                    f"outside dim {dim}"
+                )
+        ctx.dim, ctx.bounds = d, np.cumsum([x.shape[d] for x in xs])[:-1]
+        return np.concatenate(xs, axis=d)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(np.split(g, ctx.bounds, axis=ctx.dim))
+
+
+class Stack(Function):
+    """``out = stack(xs, dim)``;  ``dx_i = g`` indexed at ``i`` along ``dim``."""
+
+    @staticmethod
+    def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
+        if not xs:
+            raise ValueError("stack: expected a non-empty sequence of tensors")
+        for i, x in enumerate(xs):
+            if x.shape != xs[0].shape:
+                raise ValueError(f"stack: tensor {i} has shape {x.shape}, expected {xs[0].shape}")
+        ctx.dim = normalize_dim("stack", dim, xs[0].ndim + 1)
+        return np.stack(xs, axis=ctx.dim)
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(np.moveaxis(g, ctx.dim, 0))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim."""
+    return Cat.apply(*tensors, dim=dim)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
+    return Stack.apply(*tensors, dim=dim)
+
+
+def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Cut ``x`` along ``dim`` into pieces of ``split_size`` (or the listed sizes); each is a slice."""
+    d = normalize_dim("split", dim, x.ndim)
+    length = x.shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        if split_size_or_sections <= 0:
+            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+        sizes = [min(split_size_or_sections, length - s) for s in range(0, length, split_size_or_sections)]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != length:
+            raise ValueError(
+                f"split: sizes {tuple(sizes)} do not sum to {length}, the length of dim {dim} of {x.shape}"
+            )
+    pieces, start = [], 0
+    for size in sizes:
+        index = (slice(None),) * d + (slice(start, start + size),)
+        pieces.append(x[index])
+        start += size
+    return tuple(pieces)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` pieces of size ``ceil(length / chunks)`` (the last may be smaller)."""
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    length = x.shape[normalize_dim("chunk", dim, x.ndim)]
+    return split(x, max(-(-length // chunks), 1), dim)

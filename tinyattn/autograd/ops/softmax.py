@@ -1,0 +1,53 @@
+"""Softmax and log-softmax, each one fused op with its backward written out.
+
+Both subtract the row maximum before ``exp`` so huge logits do not overflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..function import Context, Function, normalize_dim
+
+
+class Softmax(Function):
+    """``Y = exp(X) / sum(exp(X), dim)``;  ``dX = Y * (dY - sum(dY * Y, dim))``.
+
+    A row that is ``-inf`` everywhere (e.g. a query whose keys are all masked)
+    gives all-zero probabilities and zero gradient instead of NaN.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        d = normalize_dim("softmax", dim, x.ndim)
+        m = np.max(x, axis=d, keepdims=True)
+        m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
+        e = np.exp(x - m)
+        s = np.sum(e, axis=d, keepdims=True)
+        y = e / np.where(s == 0, 1, s)  # an all-zero row stays zero
+        ctx.dim = d
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        (y,) = ctx.saved_tensors
+        return (y * (dy - np.sum(dy * y, axis=ctx.dim, keepdims=True)),)
+
+
+class LogSoftmax(Function):
+    """``Y = X - log(sum(exp(X), dim))``;  ``dX = dY - exp(Y) * sum(dY, dim)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        d = normalize_dim("log_softmax", dim, x.ndim)
+        shifted = x - np.max(x, axis=d, keepdims=True)
+        y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+        ctx.dim = d
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        (y,) = ctx.saved_tensors
+        return (dy - np.exp(y) * np.sum(dy, axis=ctx.dim, keepdims=True),)

@@ -1,0 +1,472 @@
+"""``Tensor``: an ``np.ndarray`` plus what reverse-mode autograd needs.
+
+A tensor holds its value in ``.data``. If it ``requires_grad``, every op applied
+to it records a graph node (see ``function.py``); ``backward()`` walks that graph
+from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
+
+Each method below is one line that calls an op; the op's class (``ops/*.py``)
+holds the forward and the backward formula side by side.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .function import Node
+
+Scalar = int | float
+ArrayLike = Any
+
+
+def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
+    """Convert ``data`` to an ndarray with torch's default dtypes.
+
+    Python floats (and lists of them) become float32, Python ints int64, bools
+    bool; a NumPy array keeps its dtype (float64 stays float64). Strings,
+    objects and complex numbers raise ``TypeError``.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    from_numpy = isinstance(data, (np.ndarray, np.generic))
+    try:
+        arr = np.array(data, dtype=dtype)
+    except (ValueError, TypeError) as err:
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__}: {err}") from None
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(
+            f"tensor: unsupported data type {arr.dtype} (from {type(data).__name__}); "
+            "expected numbers or booleans"
+        )
+    if dtype is None and not from_numpy:
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float32)
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it.
+
+    Attributes:
+        data: the value, an ``np.ndarray``.
+        grad: ``dL/dself`` after ``backward()`` (leaves, or ``retain_grad()``), else None.
+        requires_grad: whether ops on this tensor are recorded.
+        name: an optional human label (``"Q"``, ``"scores"``) used by the explainer.
+    """
+
+    __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected ops
+    __hash__ = object.__hash__  # __eq__ is elementwise, identity stays the hash
+
+    data: np.ndarray
+    grad: np.ndarray | None
+    name: str | None
+
+    def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
+        self.data = to_array(data, dtype)
+        self.grad = None
+        self.name = None
+        self._grad_fn: Node | None = None
+        self._retains_grad = False
+        self._requires_grad = False
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _make(cls, data: np.ndarray, requires_grad: bool = False) -> Tensor:
+        """Wrap an ndarray without copying or checking (used by ops)."""
+        t = cls.__new__(cls)
+        t.data = data
+        t.grad = None
+        t.name = None
+        t._grad_fn = None
+        t._retains_grad = False
+        t._requires_grad = requires_grad
+        return t
+
+    # -- autograd state ------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded for backward."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self.data.dtype.kind != "f":
+            raise RuntimeError(
+                f"only floating point tensors can require gradients (got dtype {self.data.dtype})"
+            )
+        if not value and self._grad_fn is not None:
+            raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True if no op made this tensor (created by the user, or not requiring grad)."""
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The graph node that produced this tensor, or None for a leaf."""
+        return self._grad_fn
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` on this non-leaf tensor after backward."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad: the tensor does not require grad")
+        self._retains_grad = True
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing ``data`` and cut from the graph."""
+        return Tensor._make(self.data)
+
+    def backward(self, gradient: ArrayLike | None = None, retain_graph: bool = False) -> None:
+        """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``."""
+        from .engine import backward
+
+        backward(self, gradient, retain_graph=retain_graph)
+
+    # -- array facts -----------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, as a tuple."""
+        return self.data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    def dim(self) -> int:
+        """The number of dimensions (torch's spelling)."""
+        return self.data.ndim
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the length along ``dim``."""
+        if dim is None:
+            return self.data.shape
+        from .function import normalize_dim
+
+        return self.data.shape[normalize_dim("size", dim, self.ndim)]
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return int(self.data.size)
+
+    def numpy(self) -> np.ndarray:
+        """The value as an ndarray (shares memory, like torch)."""
+        return self.data
+
+    def item(self) -> Scalar:
+        """The value of a one-element tensor as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(f"item: only one-element tensors can be converted, got shape {self.shape}")
+        return self.data.item()
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists."""
+        return self.data.tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if dtype is not None and dtype != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, precision=4, separator=", ", prefix="tensor(")
+        extras = []
+        if self.dtype != np.float32 and self.dtype.kind == "f":
+            extras.append(f"dtype={self.dtype}")
+        if self._grad_fn is not None:
+            extras.append(f"grad_fn=<{self._grad_fn.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        if self.name:
+            extras.append(f"name={self.name!r}")
+        return "tensor(" + ", ".join([body, *extras]) + ")"
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
+        return bool(self.data)
+
+    # -- arithmetic (ops/elementwise.py, ops/matmul.py) ------------------------
+
+    def __add__(self, other: Tensor | Scalar) -> Tensor:
+        return Add.apply(self, other)
+
+    def __radd__(self, other: Tensor | Scalar) -> Tensor:
+        return Add.apply(other, self)
+
+    def __sub__(self, other: Tensor | Scalar) -> Tensor:
+        return Sub.apply(self, other)
+
+    def __rsub__(self, other: Tensor | Scalar) -> Tensor:
+        return Sub.apply(other, self)
+
+    def __mul__(self, other: Tensor | Scalar) -> Tensor:
+        return Mul.apply(self, other)
+
+    def __rmul__(self, other: Tensor | Scalar) -> Tensor:
+        return Mul.apply(other, self)
+
+    def __truediv__(self, other: Tensor | Scalar) -> Tensor:
+        return Div.apply(self, other)
+
+    def __rtruediv__(self, other: Tensor | Scalar) -> Tensor:
+        return Div.apply(other, self)
+
+    def __pow__(self, other: Tensor | Scalar) -> Tensor:
+        return Pow.apply(self, other)
+
+    def __rpow__(self, other: Tensor | Scalar) -> Tensor:
+        return Pow.apply(other, self)
+
+    def __neg__(self) -> Tensor:
+        return Neg.apply(self)
+
+    def __matmul__(self, other: Tensor) -> Tensor:
+        return MatMul.apply(self, other)
+
+    def __rmatmul__(self, other: Tensor) -> Tensor:
+        return MatMul.apply(other, self)
+
+    def matmul(self, other: Tensor) -> Tensor:
+        """Matrix product ``self @ other`` (1-D, 2-D and batched, batch dims broadcast)."""
+        return MatMul.apply(self, other)
+
+    # -- comparisons: bool tensors, no gradient --------------------------------
+
+    def _compare(self, other: Tensor | Scalar, ufunc: np.ufunc) -> Tensor:
+        other_data = other.data if isinstance(other, Tensor) else other
+        return Tensor._make(ufunc(self.data, other_data))
+
+    def __lt__(self, other: Tensor | Scalar) -> Tensor:
+        return self._compare(other, np.less)
+
+    def __le__(self, other: Tensor | Scalar) -> Tensor:
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other: Tensor | Scalar) -> Tensor:
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other: Tensor | Scalar) -> Tensor:
+        return self._compare(other, np.greater_equal)
+
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.equal)  # type: ignore[arg-type]
+
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
+        return self._compare(other, np.not_equal)  # type: ignore[arg-type]
+
+    # -- elementwise functions (ops/elementwise.py) ----------------------------
+
+    def exp(self) -> Tensor:
+        """``e ** self``."""
+        return Exp.apply(self)
+
+    def log(self) -> Tensor:
+        """Natural logarithm."""
+        return Log.apply(self)
+
+    def sqrt(self) -> Tensor:
+        """Square root."""
+        return Sqrt.apply(self)
+
+    def tanh(self) -> Tensor:
+        """Hyperbolic tangent."""
+        return Tanh.apply(self)
+
+    def relu(self) -> Tensor:
+        """``max(self, 0)``."""
+        return ReLU.apply(self)
+
+    def sigmoid(self) -> Tensor:
+        """``1 / (1 + exp(-self))``."""
+        return Sigmoid.apply(self)
+
+    def abs(self) -> Tensor:
+        """Absolute value."""
+        return Abs.apply(self)
+
+    def masked_fill(self, mask: Tensor | np.ndarray, value: Scalar) -> Tensor:
+        """``value`` where ``mask`` (bool, broadcastable to self) is True, else self."""
+        return MaskedFill.apply(self, mask, value=value)
+
+    def to(self, dtype: Any) -> Tensor:
+        """A copy cast to ``dtype`` (differentiable between float dtypes)."""
+        return Cast.apply(self, dtype=np.dtype(dtype))
+
+    def double(self) -> Tensor:
+        """Cast to float64."""
+        return self.to(np.float64)
+
+    def float(self) -> Tensor:
+        """Cast to float32."""
+        return self.to(np.float32)
+
+    # -- reductions (ops/reduction.py) -----------------------------------------
+
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Sum over ``dim`` (an int, a tuple, or None for all)."""
+        return Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Mean over ``dim`` (an int, a tuple, or None for all)."""
+        return Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Maximum over ``dim``; ties share the gradient equally (as torch)."""
+        return Amax.apply(self, dim=dim, keepdim=keepdim)
+
+    def max(self) -> Tensor:
+        """The largest element (use ``amax(dim)`` for a reduction along a dim)."""
+        return Amax.apply(self, dim=None, keepdim=False)
+
+    def var(
+        self,
+        dim: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        *,
+        unbiased: bool | None = None,
+        correction: int | None = None,
+    ) -> Tensor:
+        """Variance over ``dim`` with ``correction`` (default 1, Bessel's)."""
+        if unbiased is not None and correction is not None:
+            raise ValueError("var: give unbiased or correction, not both")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
+
+    # -- shape ops (ops/shape.py) ----------------------------------------------
+
+    def reshape(self, *shape: int | Sequence[int]) -> Tensor:
+        """Same data, new shape; one entry may be -1."""
+        return Reshape.apply(self, shape=_shape_arg(shape))
+
+    def view(self, *shape: int | Sequence[int]) -> Tensor:
+        """Alias of ``reshape`` (NumPy decides whether a copy is needed)."""
+        return Reshape.apply(self, shape=_shape_arg(shape), op="view")
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merge dims ``start_dim..end_dim`` into one."""
+        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim), op="flatten")
+
+    def contiguous(self) -> Tensor:
+        """No-op (tinyattn has no strides to fix); here so torch code runs unchanged."""
+        return self
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """Swap two dims."""
+        return Transpose.apply(self, dim0=dim0, dim1=dim1)
+
+    def permute(self, *dims: int | Sequence[int]) -> Tensor:
+        """Reorder the dims: output dim i is input dim ``dims[i]``."""
+        return Permute.apply(self, dims=_shape_arg(dims))
+
+    @property
+    def T(self) -> Tensor:
+        """Transpose of a 2-D tensor."""
+        if self.ndim != 2:
+            raise ValueError(f"T: expected a 2-D tensor, got shape {self.shape}")
+        return Transpose.apply(self, dim0=0, dim1=1)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """Insert a dim of size 1 at ``dim``."""
+        return Unsqueeze.apply(self, dim=dim)
+
+    def squeeze(self, dim: int | None = None) -> Tensor:
+        """Remove dims of size 1 (only ``dim`` if given)."""
+        return Squeeze.apply(self, dim=dim)
+
+    def expand(self, *sizes: int | Sequence[int]) -> Tensor:
+        """Broadcast to ``sizes`` (-1 keeps a dim)."""
+        return Expand.apply(self, sizes=_shape_arg(sizes))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return GetItem.apply(self, index=index)
+
+    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+        return split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """``chunks`` pieces of (nearly) equal size along ``dim``."""
+        return chunk(self, chunks, dim)
+
+    # -- softmax family (ops/softmax.py) ---------------------------------------
+
+    def softmax(self, dim: int) -> Tensor:
+        """``exp(x) / sum(exp(x), dim)``, computed stably."""
+        return Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim: int) -> Tensor:
+        """``x - logsumexp(x, dim)``, computed stably."""
+        return LogSoftmax.apply(self, dim=dim)
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """Accept both ``t.reshape(2, 3)`` and ``t.reshape((2, 3))``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[int, ...]:
+    from .function import normalize_dim
+
+    if len(shape) == 0:
+        return (1,)
+    start = normalize_dim("flatten", start_dim, len(shape))
+    end = normalize_dim("flatten", end_dim, len(shape))
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return shape[:start] + (int(np.prod(shape[start : end + 1])),) + shape[end + 1 :]
+
+
+# The ops import Tensor from this module, so they are imported after it exists.
+from .ops.elementwise import (  # noqa: E402
+    Abs,
+    Add,
+    Cast,
+    Div,
+    Exp,
+    Log,
+    MaskedFill,
+    Mul,
+    Neg,
+    Pow,
+    ReLU,
+    Sigmoid,
+    Sqrt,
+    Sub,
+    Tanh,
+)
+from .ops.matmul import MatMul  # noqa: E402
+from .ops.reduction import Amax, Mean, Sum, Var  # noqa: E402
+from .ops.shape import (  # noqa: E402
+    Expand,
+    GetItem,
+    Permute,
+    Reshape,
+    Squeeze,
+    Transpose,
+    Unsqueeze,
+    chunk,
+    split,
+)
+from .ops.softmax import LogSoftmax, Softmax  # noqa: E402
