@@ -1,0 +1,138 @@
+"""The backward engine: accumulation, node reuse, deep graphs, grad mode, graph release, shape guard."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.autograd import Function, grad
+
+
+def test_reused_node_gets_every_contribution():
+    a = ta.tensor(3.0, requires_grad=True)
+    b = a + a
+    c = b + b
+    c.backward()
+    assert a.grad == 4.0
+
+
+def test_gradients_accumulate_across_calls():
+    a = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    (a * a).sum().backward()
+    (a * 3.0).sum().backward()
+    np.testing.assert_allclose(a.grad, 2 * a.data + 3.0)
+
+
+def test_non_leaf_keeps_no_grad_unless_retained():
+    a = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    b = a * 2.0
+    c = a * 3.0
+    c.retain_grad()
+    (b * c).sum().backward()
+    assert b.grad is None
+    np.testing.assert_allclose(c.grad, b.data)
+    assert not b.is_leaf and a.is_leaf
+
+
+def test_deep_chain_without_recursion():
+    x = ta.tensor(1.0, dtype=ta.float64, requires_grad=True)
+    y = x
+    for _ in range(10_000):
+        y = y + 1e-4 * y
+    y.backward()
+    np.testing.assert_allclose(x.grad, (1 + 1e-4) ** 10_000, rtol=1e-10)
+
+
+def test_backward_needs_gradient_for_non_scalar():
+    x = ta.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"one-element.*\(2, 3\)"):
+        (x * 2.0).backward()
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2, 3\)"):
+        (x * 2.0).backward(np.ones(3))
+
+
+def test_backward_on_tensor_without_grad():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        ta.ones(2).sum().backward()
+
+
+def test_no_grad_builds_no_graph_and_restores_mode():
+    x = ta.ones(2, requires_grad=True)
+    with ta.no_grad():
+        assert not ta.is_grad_enabled()
+        y = x * 2.0
+        with ta.enable_grad():
+            z = x * 2.0
+    assert ta.is_grad_enabled()
+    assert not y.requires_grad and y.grad_fn is None
+    assert z.requires_grad
+
+    @ta.no_grad()
+    def f(t):
+        return t * 2.0
+
+    assert not f(x).requires_grad
+    assert ta.is_grad_enabled()
+
+
+def test_second_backward_raises_unless_retained():
+    x = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad, 4 * x.data)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+
+
+def test_saved_arrays_released_after_backward():
+    x = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = x * x
+    node = y.grad_fn
+    assert node.ctx.saved_tensors
+    y.sum().backward()
+    assert node.released and node.ctx is None
+
+
+class WrongShape(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g.sum(axis=0),)  # bug: drops a dim
+
+
+def test_shape_guard_names_op_and_shapes():
+    x = ta.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"WrongShape.backward .* shape \(3,\) .* shape \(2, 3\)"):
+        WrongShape.apply(x).sum().backward()
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return (2 * x * grad_output,)
+
+
+def test_custom_function_from_the_docs():
+    t = ta.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    y = Square.apply(t)
+    np.testing.assert_array_equal(y.data, [1.0, 4.0, 9.0])
+    y.backward(np.array([1.0, 1.0, 0.5]))
+    np.testing.assert_array_equal(t.grad, [2.0, -4.0, 3.0])
+
+
+def test_grad_function_leaves_dot_grad_alone():
+    x = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    h = x * 3.0
+    (gx, gh) = grad((h * h).sum(), [x, h])
+    np.testing.assert_allclose(gx, 18 * x.data)
+    np.testing.assert_allclose(gh, 2 * h.data)
+    assert x.grad is None

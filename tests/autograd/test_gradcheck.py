@@ -1,0 +1,56 @@
+"""gradcheck itself: it must catch wrong backwards, including ones that out.sum() would miss."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.autograd import Function, GradcheckError, gradcheck
+
+
+class SoftmaxWithWrongBackward(Function):
+    """Forward is softmax; backward passes the gradient straight through (wrong)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (np.zeros_like(g),)
+
+
+def test_random_upstream_catches_what_sum_would_miss(rng):
+    x = ta.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    # d sum(softmax)/dx is 0, so a zero backward agrees with finite differences on out.sum() ...
+    s = SoftmaxWithWrongBackward.apply(x).sum()
+    s.backward()
+    np.testing.assert_allclose(x.grad, 0.0)
+    # ... but gradcheck's random weighting exposes it
+    with pytest.raises(GradcheckError, match=r"input 0 \(shape \(2, 3\)\) at index"):
+        gradcheck(SoftmaxWithWrongBackward.apply, (x,))
+    assert gradcheck(SoftmaxWithWrongBackward.apply, (x,), raise_exception=False) is False
+
+
+def test_error_is_runtime_error_with_values(rng):
+    x = ta.tensor(rng.standard_normal(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="analytic .* vs numerical"):
+        gradcheck(SoftmaxWithWrongBackward.apply, (x,))
+
+
+def test_passes_a_correct_op_and_warns_on_float32(rng):
+    x = ta.tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    assert gradcheck(lambda t: t.softmax(-1), (x,))
+    with pytest.warns(UserWarning, match="float64"):
+        gradcheck(lambda t: t * 2.0, (ta.ones(2, requires_grad=True),), atol=1e-2, eps=1e-2)
+
+
+def test_does_not_touch_global_rng(rng):
+    x = ta.tensor(rng.standard_normal(3), requires_grad=True)
+    state = np.random.get_state()[1].copy()
+    ta.manual_seed(3)
+    expected = ta.randn(4).data
+    ta.manual_seed(3)
+    gradcheck(lambda t: t.exp(), (x,))
+    np.testing.assert_array_equal(ta.randn(4).data, expected)
+    np.testing.assert_array_equal(np.random.get_state()[1], state)
