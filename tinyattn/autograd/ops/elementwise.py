@@ -6,6 +6,7 @@ For ``out = f(a, b)`` with upstream gradient ``g = dL/dout`` each backward retur
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -281,3 +282,33 @@ class Where(Function):
 def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:
     """``input`` where ``condition`` is True, else ``other`` (all three broadcast)."""
     return Where.apply(condition, input, other)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to double precision
+
+
+class GELU(Function):
+    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = g * (Phi(x) + x * phi(x))``.
+
+    With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
+        if approximate == "none":
+            cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
+            dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
+        elif approximate == "tanh":
+            c = math.sqrt(2 / math.pi)
+            t = np.tanh(c * (x + 0.044715 * x**3))
+            cdf = 0.5 * (1 + t)
+            dcdf = 0.5 * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
+        else:
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        ctx.save_for_backward(x, cdf, dcdf)
+        return x * cdf
+
+    @staticmethod
+    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        x, cdf, dcdf = ctx.saved_tensors
+        return (g * (cdf + x * dcdf),)

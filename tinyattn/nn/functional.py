@@ -1,0 +1,244 @@
+"""``tinyattn.nn.functional`` (import as ``F``): stateless layers, losses and attention.
+
+Attention masks come in two polarities, exactly as in PyTorch:
+
+* ``scaled_dot_product_attention``: a bool ``attn_mask`` is True where a query
+  **may attend** to a key.
+* ``MultiheadAttention`` (``key_padding_mask``, ``attn_mask``): a bool mask is
+  True where attention is **masked out**.
+
+A float mask is always *added* to the scores (``-inf`` blocks a key).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Tensor, default_generator, tensor
+from ..autograd.ops.elementwise import GELU, ReLU
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)``."""
+    if input.shape[-1:] != weight.shape[-1:]:
+        raise ValueError(
+            f"linear: input of shape {input.shape} does not fit weight of shape {weight.shape} "
+            f"({input.shape[-1] if input.ndim else None} != {weight.shape[-1]})"
+        )
+    out = input @ weight.transpose(0, 1)  # (..., in) @ (in, out) -> (..., out)
+    return out if bias is None else out + bias
+
+
+def relu(input: Tensor) -> Tensor:
+    """``max(x, 0)``."""
+    return ReLU.apply(input)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)`` (exact, or the tanh approximation)."""
+    return GELU.apply(input, approximate=approximate)
+
+
+def softmax(input: Tensor, dim: int) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``."""
+    return input.softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int) -> Tensor:
+    """``x - logsumexp(x, dim)``."""
+    return input.log_softmax(dim)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * np.zeros(input.shape, dtype=input.dtype)
+    keep = default_generator().random(input.shape) >= p
+    return input * (keep / (1.0 - p)).astype(input.dtype)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: tuple[int, ...],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """``y = (x - mean) / sqrt(var + eps) * weight + bias`` over the last ``len(normalized_shape)`` dims."""
+    normalized_shape = tuple(normalized_shape)
+    if input.shape[input.ndim - len(normalized_shape) :] != normalized_shape:
+        raise ValueError(f"layer_norm: input of shape {input.shape} does not end in {normalized_shape}")
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    mean = input.mean(dim=dims, keepdim=True)
+    var = input.var(dim=dims, keepdim=True, correction=0)  # biased, as torch
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
+    """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``."""
+    idx = np.asarray(input.data if isinstance(input, Tensor) else input)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
+    if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
+        bad = idx.min() if idx.min() < 0 else idx.max()
+        raise IndexError(f"embedding: index {bad} is out of range for {weight.shape[0]} embeddings")
+    return weight[idx]
+
+
+# ---------------------------------------------------------------------------
+# Losses
+# ---------------------------------------------------------------------------
+
+
+def cross_entropy(
+    input: Tensor, target: Tensor | np.ndarray, ignore_index: int = -100, reduction: str = "mean"
+) -> Tensor:
+    """``-log softmax(input)[target]``: logits ``(N, C)`` (or ``(C,)``) and class indices ``(N,)``.
+
+    Targets equal to ``ignore_index`` contribute nothing; ``mean`` averages over the others.
+    """
+    t = np.asarray(target.data if isinstance(target, Tensor) else target)
+    if input.ndim not in (1, 2) or t.shape != input.shape[:-1]:
+        raise ValueError(
+            f"cross_entropy: expected logits (N, C) with targets (N,) or logits (C,) with a scalar "
+            f"target, got {input.shape} and {t.shape} (reshape (B, n, C) logits to (B*n, C))"
+        )
+    if t.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: targets must be integer class indices, got dtype {t.dtype}")
+    num_classes = input.shape[-1]
+    valid = t != ignore_index
+    bad = t[valid & ((t < 0) | (t >= num_classes))]
+    if bad.size:
+        raise ValueError(f"cross_entropy: target {int(bad[0])} is out of range for {num_classes} classes")
+    logp = input.log_softmax(dim=-1).reshape(-1, num_classes)  # (N, C)
+    picked = logp[np.arange(logp.shape[0]), np.where(valid, t, 0).reshape(-1)]  # (N,)
+    losses = -(picked * valid.reshape(-1).astype(input.dtype))
+    if reduction == "none":
+        return losses.reshape(t.shape)
+    if reduction == "sum":
+        return losses.sum()
+    if reduction == "mean":
+        return losses.sum() / max(int(valid.sum()), 1)
+    raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """``(input - target)^2``, averaged (``mean``), summed (``sum``) or kept (``none``)."""
+    if input.shape != tuple(np.shape(target.data if isinstance(target, Tensor) else target)):
+        raise ValueError(f"mse_loss: input shape {input.shape} and target shape {np.shape(target)} differ")
+    sq = (input - target) ** 2
+    if reduction == "none":
+        return sq
+    if reduction == "sum":
+        return sq.sum()
+    if reduction == "mean":
+        return sq.mean()
+    raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+# ---------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------
+
+
+def additive_mask(mask: Any, name: str, dtype: Any, true_means: str) -> Tensor:
+    """A mask as a float tensor to add to the scores: 0 = attend, ``-inf`` = blocked.
+
+    ``true_means`` says what a bool ``True`` means: ``"masked"`` (MultiheadAttention)
+    or ``"attend"`` (scaled_dot_product_attention). Float masks pass through.
+    """
+    m = mask if isinstance(mask, Tensor) else tensor(np.asarray(mask), dtype=None)
+    if m.dtype == np.bool_:
+        blocked = m.data if true_means == "masked" else ~m.data
+        return Tensor._make(np.where(blocked, -np.inf, 0.0).astype(dtype))
+    if m.dtype.kind == "f":
+        return m
+    raise TypeError(f"{name}: only bool and floating-point masks are supported, got dtype {m.dtype}")
+
+
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, scale: float | None = None
+) -> tuple[Tensor, Tensor]:
+    """``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + mask) V``; returns ``(output, P)``.
+
+    Shapes: ``q (..., L, d_k)``, ``k (..., S, d_k)``, ``v (..., S, d_v)``, an
+    additive ``mask`` broadcastable to ``(..., L, S)``; output ``(..., L, d_v)``,
+    ``P (..., L, S)``. A query whose every key is masked gets zero weights.
+    """
+    d_k = q.shape[-1]
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
+    if mask is not None:
+        scores = scores + mask  # -inf where blocked
+    p = scores.softmax(dim=-1)  # (..., L, S), each row sums to 1 (or is all 0)
+    p = dropout(p, dropout_p, training=dropout_p > 0.0)
+    return p @ v, p  # (..., L, S) @ (..., S, d_v) -> (..., L, d_v)
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | np.ndarray | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """torch's SDPA: ``softmax(Q K^T * scale + mask) V``.
+
+    **Mask polarity:** a bool ``attn_mask`` is True where attention is *allowed*
+    (the opposite of MultiheadAttention's masks). A float mask is added.
+    ``is_causal`` masks keys after the query (top-left aligned), and excludes ``attn_mask``.
+    """
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} differ in the last dim")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"scaled_dot_product_attention: key {key.shape} and value {value.shape} differ in length (dim -2)"
+        )
+    L, S = query.shape[-2], key.shape[-2]
+    mask = None
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not both")
+        attn_mask = np.tril(np.ones((L, S), dtype=bool))
+    if attn_mask is not None:
+        mask = additive_mask(attn_mask, "scaled_dot_product_attention: attn_mask", query.dtype, true_means="attend")
+        try:
+            np.broadcast_shapes(mask.shape, query.shape[:-2] + (L, S))
+        except ValueError:
+            raise ValueError(
+                f"scaled_dot_product_attention: attn_mask of shape {mask.shape} does not broadcast to "
+                f"the scores' shape {query.shape[:-2] + (L, S)}"
+            ) from None
+    out, _ = attention(query, key, value, mask, dropout_p, scale)
+    return out
+
+
+__all__ = [
+    "additive_mask",
+    "attention",
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "relu",
+    "scaled_dot_product_attention",
+    "softmax",
+]

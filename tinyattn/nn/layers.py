@@ -1,0 +1,128 @@
+"""The basic layers: ``Linear``, ``Embedding``, ``LayerNorm``, ``Dropout``, ``ReLU``, ``GELU``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _float_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"dtype must be a floating type, got {dtype}")
+    return dtype
+
+
+class Linear(Module):
+    """``y = x W^T + b`` with ``weight (out_features, in_features)``; init U(+-1/sqrt(in)) as torch."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None) -> None:
+        super().__init__()
+        dtype = _float_dtype(dtype)
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = Parameter(np.empty((out_features, in_features), dtype=dtype))
+        init.uniform_(self.weight, -bound, bound)
+        if bias:
+            self.bias = Parameter(np.empty(out_features, dtype=dtype))
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(..., in_features) -> (..., out_features)``."""
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """Constructor arguments."""
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Embedding(Module):
+    """A lookup table: integer ids ``(...)`` -> rows of ``weight (num_embeddings, embedding_dim)``; init N(0, 1)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=_float_dtype(dtype)))
+        init.normal_(self.weight)
+
+    def forward(self, ids: Tensor | np.ndarray) -> Tensor:
+        """``(...) -> (..., embedding_dim)``."""
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self) -> str:
+        """Constructor arguments."""
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class LayerNorm(Module):
+    """Normalise over the last dims to mean 0, variance 1, then scale and shift (Ba et al., 2016)."""
+
+    def __init__(
+        self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True, dtype: Any = None
+    ) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        dtype = _float_dtype(dtype)
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(shape, dtype=dtype))
+            self.bias = Parameter(np.zeros(shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        """Constructor arguments."""
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
+class Dropout(Module):
+    """Zero elements with probability ``p`` in training (scaling the rest by ``1/(1-p)``); identity in eval."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        """Constructor arguments."""
+        return f"p={self.p}"
+
+
+class ReLU(Module):
+    """``max(x, 0)``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.relu(x)
+
+
+class GELU(Module):
+    """``x * Phi(x)`` (``approximate="tanh"`` for the tanh form)."""
+
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.gelu(x, self.approximate)

@@ -1,0 +1,210 @@
+"""``Module``: parameters and sub-modules registered by attribute assignment.
+
+``self.w = Parameter(...)`` and ``self.proj = Linear(...)`` are all it takes;
+``parameters()``, ``state_dict()``, ``train()``/``eval()`` and ``to(dtype)``
+then walk the tree of modules.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ..autograd import Tensor
+from .parameter import Parameter
+
+
+class Module:
+    """Base class of every layer; subclasses set attributes in ``__init__`` and define ``forward``."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params, modules = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
+        if params is None:
+            raise RuntimeError("call super().__init__() before assigning attributes of a Module")
+        if isinstance(value, Parameter):
+            modules.pop(name, None)
+            params[name] = value
+        elif isinstance(value, Module):
+            params.pop(name, None)
+            modules[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} to parameter {name!r} (use Parameter or None)")
+            params[name] = None
+        elif name in modules and value is None:
+            modules[name] = None
+        object.__setattr__(self, name, value)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` under ``name``; ``None`` records an absent parameter (e.g. no bias)."""
+        self._parameters[name] = param
+        object.__setattr__(self, name, param)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation; subclasses override it."""
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- walking the tree ------------------------------------------------------
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, with dotted names (this one is ``""``)."""
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every descendant."""
+        for _, m in self.named_modules():
+            yield m
+
+    def children(self) -> Iterator[Module]:
+        """The direct sub-modules."""
+        for child in self._modules.values():
+            if child is not None:
+                yield child
+
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name, e.g. ``out_proj.weight``."""
+        for prefix, module in self.named_modules():
+            for name, p in module._parameters.items():
+                if p is not None:
+                    yield (f"{prefix}.{name}" if prefix else name), p
+
+    def parameters(self) -> Iterator[Parameter]:
+        """Every parameter."""
+        for _, p in self.named_parameters():
+            yield p
+
+    def zero_grad(self) -> None:
+        """Forget every parameter's ``.grad``."""
+        for p in self.parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> Module:
+        """Training mode (dropout active) for this module and its descendants."""
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode (dropout is the identity)."""
+        return self.train(False)
+
+    def to(self, dtype: Any) -> Module:
+        """Cast every parameter (and gradient) to ``dtype``, in place."""
+        dtype = np.dtype(dtype)
+        for p in self.parameters():
+            p.data = p.data.astype(dtype)
+            if p.grad is not None:
+                p.grad = p.grad.astype(dtype)
+        return self
+
+    def double(self) -> Module:
+        """Cast every parameter to float64."""
+        return self.to(np.float64)
+
+    def float(self) -> Module:
+        """Cast every parameter to float32."""
+        return self.to(np.float32)
+
+    # -- saving and loading ----------------------------------------------------
+
+    def state_dict(self) -> OrderedDict[str, np.ndarray]:
+        """Name -> a copy of each parameter's array."""
+        return OrderedDict((name, p.data.copy()) for name, p in self.named_parameters())
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
+        """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters, keeping their dtypes.
+
+        Raises ``RuntimeError`` listing every missing key, unexpected key (when
+        ``strict``) and shape mismatch.
+        """
+        own = dict(self.named_parameters())
+        arrays = {name: _to_numpy(value) for name, value in state_dict.items()}
+        problems = []
+        missing = [k for k in own if k not in arrays]
+        unexpected = [k for k in arrays if k not in own]
+        if strict and missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        if strict and unexpected:
+            problems.append("unexpected keys: " + ", ".join(unexpected))
+        for name, array in arrays.items():
+            if name in own and array.shape != own[name].shape:
+                problems.append(f"size mismatch for {name}: expected shape {own[name].shape}, got {array.shape}")
+        if problems:
+            raise RuntimeError(f"load_state_dict into {type(self).__name__}: " + "; ".join(problems))
+        for name, array in arrays.items():
+            if name in own:
+                own[name].data = array.astype(own[name].dtype, copy=True)
+
+    # -- printing ----------------------------------------------------------------
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in ``repr`` (subclasses override)."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, child in self._modules.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """An ndarray from a NumPy array, a tinyattn tensor or a torch tensor."""
+    if isinstance(value, Tensor):
+        return value.data
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class ModuleList(Module):
+    """A list of modules, registered as ``"0"``, ``"1"``, ..."""
+
+    def __init__(self, modules: Iterable[Module] = ()) -> None:
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        """Add a module at the end."""
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class Sequential(ModuleList):
+    """Modules applied one after another."""
+
+    def __init__(self, *modules: Module) -> None:
+        super().__init__(modules)
+
+    def forward(self, x: Any) -> Any:
+        """Feed ``x`` through each module in order."""
+        for m in self:
+            x = m(x)
+        return x

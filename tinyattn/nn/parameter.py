@@ -1,0 +1,20 @@
+"""``Parameter``: a tensor that a ``Module`` registers as learnable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad; assigning one to a Module attribute registers it."""
+
+    def __init__(self, data: Any, requires_grad: bool = True) -> None:
+        array = data.data if isinstance(data, Tensor) else np.asarray(data)
+        super().__init__(array, dtype=array.dtype, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
