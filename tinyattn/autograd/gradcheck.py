@@ -69,13 +69,14 @@ def gradcheck(
         raise ValueError("gradcheck: func returned no floating-point tensor")
     weights = [rng.standard_normal(o.shape) for o in outputs]
 
-    # analytic: backprop R through each output, summing the contributions
+    # analytic: one backward of L = sum_i sum(out_i * R_i) through every output at once
     analytic = [np.zeros(t.shape) for _, t in checked]
-    for out, w in zip(outputs, weights):
-        if not out.requires_grad:
-            continue
-        grads = grad(out, [t for _, t in checked], w.astype(out.dtype))
-        for acc, g in zip(analytic, grads):
+    terms = [(o * w.astype(o.dtype)).sum() for o, w in zip(outputs, weights) if o.requires_grad]
+    if terms:
+        loss = terms[0]
+        for term in terms[1:]:
+            loss = loss + term
+        for acc, g in zip(analytic, grad(loss, [t for _, t in checked])):
             if g is not None:
                 acc += g
 

@@ -203,7 +203,9 @@ def scaled_dot_product_attention(
     ``is_causal`` masks keys after the query (top-left aligned), and excludes ``attn_mask``.
     """
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"scaled_dot_product_attention: query {query.shape} and key {key.shape} differ in the last dim")
+        raise ValueError(
+            f"scaled_dot_product_attention: query {query.shape} and key {key.shape} differ in the last dim"
+        )
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(
             f"scaled_dot_product_attention: key {key.shape} and value {value.shape} differ in length (dim -2)"

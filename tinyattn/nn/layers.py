@@ -68,7 +68,11 @@ class LayerNorm(Module):
     """Normalise over the last dims to mean 0, variance 1, then scale and shift (Ba et al., 2016)."""
 
     def __init__(
-        self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5, elementwise_affine: bool = True, dtype: Any = None
+        self,
+        normalized_shape: int | tuple[int, ...],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        dtype: Any = None,
     ) -> None:
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
