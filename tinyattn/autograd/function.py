@@ -94,17 +94,20 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
         """Run ``forward`` on the arrays inside ``args`` and record the graph node."""
-        arrays = [a.data if isinstance(a, Tensor) else a for a in args]
-        inputs = tuple(a if isinstance(a, Tensor) else None for a in args)
-        needs_input_grad = tuple(t is not None and t.requires_grad for t in inputs)
-        record = is_grad_enabled() and any(needs_input_grad)
-        ctx = Context(needs_input_grad)
+        arrays, inputs, needs_input_grad = [], [], []
+        for a in args:
+            is_tensor = isinstance(a, Tensor)
+            arrays.append(a.data if is_tensor else a)
+            inputs.append(a if is_tensor else None)
+            needs_input_grad.append(is_tensor and a._requires_grad)
+        record = any(needs_input_grad) and is_grad_enabled()
+        ctx = Context(tuple(needs_input_grad))
         out = cls.forward(ctx, *arrays, **kwargs)
         if not isinstance(out, np.ndarray):
             out = np.asarray(out)
         result = Tensor._make(out, requires_grad=record)
         if record:
-            result._grad_fn = Node(cls, ctx, inputs)
+            result._grad_fn = Node(cls, ctx, tuple(inputs))
         return result
 
 

@@ -19,17 +19,12 @@ import numpy as np
 
 from ..autograd import Tensor, default_generator, tensor
 from ..autograd.ops.elementwise import GELU, ReLU
+from ..autograd.ops.matmul import Linear as LinearOp
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)``."""
-    if input.shape[-1:] != weight.shape[-1:]:
-        raise ValueError(
-            f"linear: input of shape {input.shape} does not fit weight of shape {weight.shape} "
-            f"({input.shape[-1] if input.ndim else None} != {weight.shape[-1]})"
-        )
-    out = input @ weight.transpose(0, 1)  # (..., in) @ (in, out) -> (..., out)
-    return out if bias is None else out + bias
+    """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)`` (one op: ``ops/matmul.py``)."""
+    return LinearOp.apply(input, weight, bias)
 
 
 def relu(input: Tensor) -> Tensor:

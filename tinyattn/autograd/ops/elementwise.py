@@ -22,7 +22,8 @@ def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
 
 def _save_operands(ctx: Context, op: str, a: Any, b: Any) -> None:
     ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
-    broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])
+    if ctx.a_meta[0] != ctx.b_meta[0]:
+        broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
 
 
 class Add(Function):
@@ -57,7 +58,8 @@ class Mul(Function):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         _save_operands(ctx, "mul", a, b)
-        ctx.save_for_backward(a, b)
+        # keep each operand only if the *other* one needs a gradient (x * scalar keeps nothing big)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
         return a * b
 
     @staticmethod
@@ -74,7 +76,7 @@ class Div(Function):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         _save_operands(ctx, "div", a, b)
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a / b
 
     @staticmethod

@@ -22,9 +22,10 @@ class Softmax(Function):
         d = normalize_dim("softmax", dim, x.ndim)
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
-        e = np.exp(x - m)
-        s = np.sum(e, axis=d, keepdims=True)
-        y = e / np.where(s == 0, 1, s)  # an all-zero row stays zero
+        y = np.exp(x - m)  # exp(x - max): no overflow; the max cancels in the ratio
+        s = np.sum(y, axis=d, keepdims=True)
+        s[s == 0] = 1  # an all-zero row stays zero
+        y /= s
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
