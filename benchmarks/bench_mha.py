@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import time
 import tracemalloc
@@ -22,6 +23,10 @@ import numpy as np
 
 import tinyattn as ta
 from tinyattn import nn
+
+# torch's OpenMP threads spin after each op by default, taking the 2 cores from NumPy's
+# BLAS threads in the interleaved runs; sleeping instead keeps the comparison fair.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 SIZES = [(3, 5, 16, 2), (8, 64, 128, 8), (16, 128, 256, 8), (4, 512, 256, 8)]  # (B, n, E, h)
 

@@ -1,11 +1,11 @@
 """The backward pass: walk the graph from the output to the leaves, applying each op's backward.
 
-1. Collect the tensors behind the output in topological order (an explicit
-   stack, no recursion, so a chain of 10,000 ops is fine).
-2. Visit them output-first. A tensor's gradient is complete once every op that
-   used it has been visited, which topological order guarantees. Hand that
-   gradient to the op that produced the tensor; it returns one gradient per
-   input, which is added to that input's running total.
+1. Collect the nodes behind the output in topological order (an explicit stack,
+   no recursion, so a chain of 10,000 ops is fine).
+2. Visit them output-first. A node's output gradient is complete once every
+   node that used its output has been visited, which topological order
+   guarantees. Its ``backward`` turns that gradient into one gradient per
+   input; each is added to the running total of the node (or leaf) it came from.
 3. Leaves receive their total in ``.grad`` (added to what was there).
 """
 
@@ -18,48 +18,50 @@ import numpy as np
 from .function import Node
 from .tensor import Tensor
 
-# Called as hook(node, output_tensor, grad_output, input_grads) after each backward (the explainer uses it).
-BackwardHook = Callable[[Node, Tensor, np.ndarray, Sequence[Any]], None]
+# Called as hook(node, grad_output, input_grads) after each backward (the explainer uses it).
+BackwardHook = Callable[[Node, np.ndarray, Sequence[Any]], None]
 
 
-def topological_order(root: Tensor) -> list[Tensor]:
-    """Tensors that ``root`` depends on (requiring grad), each after all tensors it feeds."""
-    order: list[Tensor] = []
+def _released_error(node: Node) -> RuntimeError:
+    return RuntimeError(
+        f"Trying to backward through the graph a second time (at {node.name}): its saved arrays "
+        "were freed after the first backward. Pass retain_graph=True to the first backward() "
+        "if you need to backward twice."
+    )
+
+
+def topological_order(root: Node) -> list[Node]:
+    """The nodes behind ``root``, each before every node that produced one of its inputs."""
+    order: list[Node] = []
     visited: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(root, False)]
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
-        t, children_done = stack.pop()
-        if children_done:
-            order.append(t)
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
             continue
-        if id(t) in visited:
-            continue
-        visited.add(id(t))
-        stack.append((t, True))
-        node = t._grad_fn
-        if node is None:
+        if id(node) in visited:
             continue
         if node.released:
-            raise RuntimeError(
-                f"Trying to backward through the graph a second time (at {node.name}): its saved "
-                "arrays were freed after the first backward. Pass retain_graph=True to the first "
-                "backward() if you need to backward twice."
-            )
-        for inp in node.inputs:
-            if inp is not None and inp.requires_grad and id(inp) not in visited:
-                stack.append((inp, False))
+            raise _released_error(node)
+        visited.add(id(node))
+        stack.append((node, True))
+        for edge in node.edges:
+            if type(edge) is Node and id(edge) not in visited:
+                stack.append((edge, False))
     order.reverse()  # output first
     return order
 
 
-def _check_gradient(node: Node, position: int, inp: Tensor, grad: Any) -> np.ndarray:
+def _check_gradient(node: Node, position: int, grad: Any) -> np.ndarray:
     """The engine's guard: each gradient must match its input's shape and dtype."""
+    shape, dtype = node.input_meta[position]
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad)
-    if grad.shape != inp.shape or grad.dtype != inp.dtype:
+    if grad.shape != shape or grad.dtype != dtype:
         raise RuntimeError(
             f"{node.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-            f"for input {position}, which has shape {inp.shape} and dtype {inp.dtype}"
+            f"for input {position}, which has shape {shape} and dtype {dtype}"
         )
     return grad
 
@@ -73,43 +75,63 @@ def run_backward(
     capture: Sequence[Tensor] = (),
     hook: BackwardHook | None = None,
 ) -> list[np.ndarray | None]:
-    """Backpropagate ``grad_root`` from ``root``; return the gradients of ``capture``.
+    """Backpropagate ``grad_root`` from ``root``; return the gradients of the ``capture`` tensors.
 
     With ``accumulate`` (``Tensor.backward``), leaves and ``retain_grad()``
     tensors get their gradient added to ``.grad``; without it (``grad()``), no
     ``.grad`` is touched and only ``capture``'s gradients are returned.
     """
-    order = topological_order(root)
     wanted = {id(t) for t in capture}
     captured: dict[int, np.ndarray] = {}
-    grads: dict[int, np.ndarray] = {id(root): grad_root}
-    for t in order:
-        g = grads.pop(id(t), None)
+    leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
+
+    def reach_leaf(leaf: Tensor, g: np.ndarray) -> None:
+        key = id(leaf)
+        leaf_grads[key] = (leaf, leaf_grads[key][1] + g if key in leaf_grads else g)
+
+    if root._grad_fn is None:  # backward() on a leaf itself
+        reach_leaf(root, grad_root)
+        order: list[Node] = []
+    else:
+        order = topological_order(root._grad_fn)
+    grads: dict[int, np.ndarray] = {id(root._grad_fn): grad_root}
+    for node in order:
+        g = grads.pop(id(node), None)
         if g is None:
             continue
-        if id(t) in wanted:
-            captured[id(t)] = g
-        if accumulate and (t._grad_fn is None or t._retains_grad):
-            t.grad = g.copy() if t.grad is None else t.grad + g
-        node = t._grad_fn
-        if node is None:
-            continue
+        out = node.output()  # the tensor this node made, if anyone still holds it
+        if out is not None:
+            if id(out) in wanted:
+                captured[id(out)] = g
+            if accumulate and out._retains_grad:
+                out.grad = g.copy() if out.grad is None else out.grad + g
         input_grads = node.fn.backward(node.ctx, g)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
-        if len(input_grads) != len(node.inputs):
+        if len(input_grads) != len(node.edges):
             raise RuntimeError(
-                f"{node.name}.backward returned {len(input_grads)} gradients for {len(node.inputs)} inputs"
+                f"{node.name}.backward returned {len(input_grads)} gradients for {len(node.edges)} inputs"
             )
         if hook is not None:
-            hook(node, t, g, input_grads)
-        for position, (inp, ig) in enumerate(zip(node.inputs, input_grads)):
-            if inp is None or not inp.requires_grad or ig is None:
+            hook(node, g, input_grads)
+        for position, (edge, ig) in enumerate(zip(node.edges, input_grads)):
+            if edge is None or ig is None:
                 continue
-            ig = _check_gradient(node, position, inp, ig)
-            grads[id(inp)] = grads[id(inp)] + ig if id(inp) in grads else ig
+            shape, dtype = node.input_meta[position]
+            if type(ig) is not np.ndarray or ig.shape != shape or ig.dtype != dtype:
+                ig = _check_gradient(node, position, ig)
+            if type(edge) is Node:
+                key = id(edge)
+                grads[key] = grads[key] + ig if key in grads else ig
+            else:
+                reach_leaf(edge, ig)
         if not retain_graph:
             node.release()
+    for key, (leaf, g) in leaf_grads.items():
+        if key in wanted:
+            captured[key] = g
+        if accumulate:
+            leaf.grad = g.copy() if leaf.grad is None else leaf.grad + g
     return [captured.get(id(t)) for t in capture]
 
 
@@ -137,7 +159,10 @@ def backward(root: Tensor, gradient: Any = None, *, retain_graph: bool = False) 
 def grad(
     output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = None, *, retain_graph: bool = False
 ) -> tuple[np.ndarray | None, ...]:
-    """Return ``d output / d input`` (weighted by ``grad_output``) for each input; ``.grad`` untouched."""
+    """Return ``d output / d input`` (weighted by ``grad_output``) for each input; ``.grad`` untouched.
+
+    A non-leaf input's gradient is the total reaching the op that made it.
+    """
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     result = run_backward(
         output, _root_gradient(output, grad_output), retain_graph=retain_graph, accumulate=False, capture=inputs

@@ -13,6 +13,7 @@ on and some input requires grad, records a ``Node`` so the engine can later call
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -41,14 +42,25 @@ class Context:
 
 
 class Node:
-    """One recorded call of a Function: which one, its context and its inputs."""
+    """One recorded call of a Function: which op, its context, and where its inputs came from.
 
-    __slots__ = ("fn", "ctx", "inputs", "released")
+    ``edges[i]`` says where the gradient of input ``i`` goes: the ``Node`` that
+    produced that input, the input itself if it is a leaf, or None (a
+    non-tensor, or a tensor that needs no gradient). Like torch, a node keeps
+    only what ``forward`` saved, not its inputs' values: an intermediate array
+    nobody saved is freed as soon as the forward pass moves on.
+    """
 
-    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Tensor | None, ...]) -> None:
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "output", "released")
+
+    def __init__(self, fn: type[Function], ctx: Context, inputs: Sequence[Tensor | None], output: Tensor) -> None:
         self.fn = fn
         self.ctx: Context | None = ctx
-        self.inputs = inputs  # a Tensor per forward argument, None for non-tensors
+        self.edges: tuple[Node | Tensor | None, ...] = tuple(
+            None if t is None or not t._requires_grad else (t if t._grad_fn is None else t._grad_fn) for t in inputs
+        )
+        self.input_meta = tuple(None if t is None else (t.data.shape, t.data.dtype) for t in inputs)
+        self.output = weakref.ref(output)  # for retain_grad() and names; does not keep it alive
         self.released = False
 
     @property
@@ -59,7 +71,7 @@ class Node:
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
         self.ctx = None
-        self.inputs = ()
+        self.edges = ()
         self.released = True
 
 
@@ -107,7 +119,7 @@ class Function:
             out = np.asarray(out)
         result = Tensor._make(out, requires_grad=record)
         if record:
-            result._grad_fn = Node(cls, ctx, tuple(inputs))
+            result._grad_fn = Node(cls, ctx, inputs, result)
         return result
 
 
