@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
 import time
 import tracemalloc
@@ -24,9 +23,9 @@ import numpy as np
 import tinyattn as ta
 from tinyattn import nn
 
-# torch's OpenMP threads spin after each op by default, taking the 2 cores from NumPy's
-# BLAS threads in the interleaved runs; sleeping instead keeps the comparison fair.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# torch's OpenMP threads keep spinning for a moment after each call; a short pause between
+# timed calls (outside the timing) keeps them from stealing the cores of the next run.
+PAUSE = 0.003
 
 SIZES = [(3, 5, 16, 2), (8, 64, 128, 8), (16, 128, 256, 8), (4, 512, 256, 8)]  # (B, n, E, h)
 
@@ -125,8 +124,9 @@ def bench(B, n, E, h, budget, with_torch):
     times = {name: [] for name in runners}
     start = time.perf_counter()
     rounds = 0
-    while rounds < 5 or (time.perf_counter() - start < budget and rounds < 2000):
+    while rounds < 7 or (time.perf_counter() - start < budget and rounds < 1000):
         for name, fn in runners.items():
+            time.sleep(PAUSE)
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)

@@ -136,3 +136,18 @@ def test_grad_function_leaves_dot_grad_alone():
     np.testing.assert_allclose(gx, 18 * x.data)
     np.testing.assert_allclose(gh, 2 * h.data)
     assert x.grad is None
+
+
+def test_intermediate_values_are_not_kept_alive_by_the_graph():
+    import gc
+    import weakref
+
+    x = ta.tensor(np.ones(3), requires_grad=True)
+    middle = x * 2.0
+    ref = weakref.ref(middle)
+    y = middle.exp()  # Exp saves its output, not its input
+    del middle
+    gc.collect()
+    assert ref() is None
+    y.backward(np.ones(3))
+    np.testing.assert_allclose(x.grad, 2 * np.exp(2.0))

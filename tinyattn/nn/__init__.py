@@ -1,13 +1,21 @@
 """tinyattn.nn: modules, layers, losses and multi-head attention."""
 
-from . import functional, init
+from . import functional, init, utils
 from .attention import MultiheadAttention
-from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
+from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU
 from .module import Module, ModuleList, Sequential
 from .parameter import Parameter
+from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
+from .utils import clip_grad_norm_
 
 __all__ = [
+    "CrossEntropyLoss",
     "GELU",
+    "LearnedPositionalEncoding",
+    "MSELoss",
+    "PositionalEncoding",
+    "TransformerEncoderLayer",
+    "clip_grad_norm_",
     "Dropout",
     "Embedding",
     "LayerNorm",
@@ -19,5 +27,6 @@ __all__ = [
     "ReLU",
     "Sequential",
     "functional",
+    "utils",
     "init",
 ]
