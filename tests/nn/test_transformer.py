@@ -1,0 +1,62 @@
+"""Positional encodings, the encoder block, and gradient clipping."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tests.helpers import check, leaf
+from tinyattn import nn
+
+
+def test_sinusoidal_values_from_the_formula():
+    pe = nn.PositionalEncoding(6, max_len=10, dtype=ta.float64)
+    for pos in (0, 3, 9):
+        for i in range(3):
+            angle = pos / 10000 ** (2 * i / 6)
+            assert math.isclose(pe.pe[pos, 2 * i], math.sin(angle), abs_tol=1e-12)
+            assert math.isclose(pe.pe[pos, 2 * i + 1], math.cos(angle), abs_tol=1e-12)
+    x = ta.zeros(2, 4, 6, dtype=ta.float64)
+    np.testing.assert_allclose(pe(x).data, np.broadcast_to(pe.pe[:4], (2, 4, 6)))
+    seq_first = nn.PositionalEncoding(6, max_len=10, batch_first=False, dtype=ta.float64)
+    np.testing.assert_allclose(seq_first(ta.zeros(4, 2, 6, dtype=ta.float64)).data[:, 1], pe.pe[:4])
+    assert not list(pe.parameters())
+
+
+def test_positional_encoding_errors():
+    with pytest.raises(ValueError, match="even"):
+        nn.PositionalEncoding(5)
+    with pytest.raises(ValueError, match=r"\(1, 11, 6\)"):
+        nn.PositionalEncoding(6, max_len=10)(ta.zeros(1, 11, 6))
+
+
+def test_learned_positional_encoding(rng):
+    lpe = nn.LearnedPositionalEncoding(8, 4, dtype=ta.float64)
+    x = leaf(rng, 2, 5, 4)
+    np.testing.assert_allclose(lpe(x).data, x.data + lpe.embedding.weight.data[:5])
+    check(lambda x, w: lpe(x), x, lpe.embedding.weight)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_gradcheck(rng, norm_first):
+    ta.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, dropout=0.0, norm_first=norm_first,
+                                       dtype=ta.float64)
+    x = leaf(rng, 2, 3, 4)
+    out = layer(x)
+    assert out.shape == (2, 3, 4) and layer.last_attn_weights.shape == (2, 2, 3, 3)
+    check(lambda x, *params: layer(x), x, *layer.parameters())
+
+
+def test_clip_grad_norm():
+    a, b = nn.Parameter(np.zeros(2)), nn.Parameter(np.zeros(1))
+    a.grad, b.grad = np.array([3.0, 0.0]), np.array([4.0])
+    total = nn.clip_grad_norm_([a, b], max_norm=1.0)
+    assert math.isclose(total, 5.0)
+    np.testing.assert_allclose(np.concatenate([a.grad, b.grad]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6))
+    a.grad = np.array([0.3, 0.0])
+    assert math.isclose(nn.clip_grad_norm_([a], max_norm=1.0), 0.3)
+    np.testing.assert_allclose(a.grad, [0.3, 0.0])  # under the limit: untouched
+    a.grad = np.array([-7.0, 2.0])
+    assert nn.clip_grad_norm_([a], max_norm=1.0, norm_type=math.inf) == 7.0
