@@ -46,21 +46,38 @@ class Node:
 
     ``edges[i]`` says where the gradient of input ``i`` goes: the ``Node`` that
     produced that input, the input itself if it is a leaf, or None (a
-    non-tensor, or a tensor that needs no gradient). Like torch, a node keeps
+    non-tensor, or a tensor that needs no gradient). ``input_meta[i]`` is that
+    input's (shape, dtype), which the engine checks each gradient against. Like torch, a node keeps
     only what ``forward`` saved, not its inputs' values: an intermediate array
     nobody saved is freed as soon as the forward pass moves on.
     """
 
-    __slots__ = ("fn", "ctx", "edges", "input_meta", "output", "released")
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "constants", "output", "out_name", "released")
 
-    def __init__(self, fn: type[Function], ctx: Context, inputs: Sequence[Tensor | None], output: Tensor) -> None:
+    def __init__(self, fn: type[Function], ctx: Context, args: Sequence[Any], output: Tensor) -> None:
         self.fn = fn
         self.ctx: Context | None = ctx
-        self.edges: tuple[Node | Tensor | None, ...] = tuple(
-            None if t is None or not t._requires_grad else (t if t._grad_fn is None else t._grad_fn) for t in inputs
-        )
-        self.input_meta = tuple(None if t is None else (t.data.shape, t.data.dtype) for t in inputs)
-        self.output = weakref.ref(output)  # for retain_grad() and names; does not keep it alive
+        edges: list[Node | Tensor | None] = []
+        meta: list[tuple[tuple[int, ...], Any] | None] = []
+        constants: list[Any] = []  # what the explainer shows for inputs that get no gradient
+        for a in args:
+            if isinstance(a, Tensor):
+                meta.append((a.data.shape, a.data.dtype))
+                if a._requires_grad:
+                    edges.append(a if a._grad_fn is None else a._grad_fn)
+                    constants.append(None)
+                else:
+                    edges.append(None)
+                    constants.append(a._name or "const")
+            else:
+                edges.append(None)
+                meta.append(None)
+                constants.append(a if isinstance(a, (int, float)) else "const")
+        self.edges: tuple[Node | Tensor | None, ...] = tuple(edges)
+        self.input_meta = tuple(meta)
+        self.constants = tuple(constants)
+        self.output = weakref.ref(output)  # for retain_grad(); does not keep the output alive
+        self.out_name: str | None = None  # the output's name, kept after the output itself is freed
         self.released = False
 
     @property
@@ -91,7 +108,14 @@ class Function:
                 return (2 * x * grad_output,)
 
         y = Square.apply(t)
+
+    ``formula`` and ``grad_formulas`` state the forward and the backward as
+    equations over names (``{out}`` the output, ``{0}``, ``{1}``... the inputs,
+    ``{i}`` the input in question); the gradient-flow explainer prints them.
     """
+
+    formula: str = "{out} = op(...)"
+    grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -106,11 +130,10 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
         """Run ``forward`` on the arrays inside ``args`` and record the graph node."""
-        arrays, inputs, needs_input_grad = [], [], []
+        arrays, needs_input_grad = [], []
         for a in args:
             is_tensor = isinstance(a, Tensor)
             arrays.append(a.data if is_tensor else a)
-            inputs.append(a if is_tensor else None)
             needs_input_grad.append(is_tensor and a._requires_grad)
         record = any(needs_input_grad) and is_grad_enabled()
         ctx = Context(tuple(needs_input_grad))
@@ -119,7 +142,7 @@ class Function:
             out = np.asarray(out)
         result = Tensor._make(out, requires_grad=record)
         if record:
-            result._grad_fn = Node(cls, ctx, inputs, result)
+            result._grad_fn = Node(cls, ctx, args, result)
         return result
 
 

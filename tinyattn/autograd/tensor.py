@@ -63,12 +63,11 @@ class Tensor:
 
     data: np.ndarray
     grad: np.ndarray | None
-    name: str | None
 
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
         self.data = to_array(data, dtype)
         self.grad = None
-        self.name = None
+        self._name: str | None = None
         self._grad_fn: Node | None = None
         self._retains_grad = False
         self._requires_grad = False
@@ -80,13 +79,29 @@ class Tensor:
         t = cls.__new__(cls)
         t.data = data
         t.grad = None
-        t.name = None
+        t._name = None
         t._grad_fn = None
         t._retains_grad = False
         t._requires_grad = requires_grad
         return t
 
     # -- autograd state ------------------------------------------------------
+
+    @property
+    def name(self) -> str | None:
+        """A human label, e.g. ``"Q"``; the graph node that made the tensor remembers it too."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self._name = value
+        if self._grad_fn is not None:
+            self._grad_fn.out_name = value
+
+    def named(self, name: str) -> Tensor:
+        """Set ``name`` and return the tensor itself: ``q = F.linear(x, w).named("Q")``."""
+        self.name = name
+        return self
 
     @property
     def requires_grad(self) -> bool:

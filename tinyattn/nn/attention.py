@@ -80,28 +80,31 @@ class MultiheadAttention(Module):
 
         # W^Q, W^K, W^V: stacked as rows (q, k, v) of in_proj_weight when all three are (E, E)
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(np.empty((3 * E, E), dtype=dtype))
+            self.in_proj_weight = Parameter(np.empty((3 * E, E), dtype=dtype)).named("in_proj_weight")
             init.xavier_uniform_(self.in_proj_weight)
             for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
                 self.register_parameter(name, None)
         else:
-            self.q_proj_weight = Parameter(np.empty((E, E), dtype=dtype))
-            self.k_proj_weight = Parameter(np.empty((E, self.kdim), dtype=dtype))
-            self.v_proj_weight = Parameter(np.empty((E, self.vdim), dtype=dtype))
+            self.q_proj_weight = Parameter(np.empty((E, E), dtype=dtype)).named("W^Q")
+            self.k_proj_weight = Parameter(np.empty((E, self.kdim), dtype=dtype)).named("W^K")
+            self.v_proj_weight = Parameter(np.empty((E, self.vdim), dtype=dtype)).named("W^V")
             for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
                 init.xavier_uniform_(w)
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(np.zeros(3 * E, dtype=dtype))
+            self.in_proj_bias = Parameter(np.zeros(3 * E, dtype=dtype)).named("in_proj_bias")
         else:
             self.register_parameter("in_proj_bias", None)
         # W^O
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
         if bias:
             init.zeros_(self.out_proj.bias)
+        self.out_proj.weight.name = "W^O"
+        if bias:
+            self.out_proj.bias.name = "b^O"
         if add_bias_kv:
-            self.bias_k = Parameter(np.empty((1, 1, E), dtype=dtype))
-            self.bias_v = Parameter(np.empty((1, 1, E), dtype=dtype))
+            self.bias_k = Parameter(np.empty((1, 1, E), dtype=dtype)).named("bias_k")
+            self.bias_v = Parameter(np.empty((1, 1, E), dtype=dtype)).named("bias_v")
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
         else:
@@ -117,11 +120,13 @@ class MultiheadAttention(Module):
         E = self.embed_dim
         if self._qkv_same_embed_dim:
             w = self.in_proj_weight
-            w_q, w_k, w_v = w[:E], w[E : 2 * E], w[2 * E :]
+            w_q, w_k, w_v = w[:E].named("W^Q"), w[E : 2 * E].named("W^K"), w[2 * E :].named("W^V")
         else:
             w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         b = self.in_proj_bias
-        b_q, b_k, b_v = (None, None, None) if b is None else (b[:E], b[E : 2 * E], b[2 * E :])
+        if b is None:
+            return w_q, w_k, w_v, None, None, None
+        b_q, b_k, b_v = b[:E].named("b^Q"), b[E : 2 * E].named("b^K"), b[2 * E :].named("b^V")
         return w_q, w_k, w_v, b_q, b_k, b_v
 
     def forward(
@@ -159,18 +164,18 @@ class MultiheadAttention(Module):
 
         # 1. Project: Q = X W^Q + b^Q,  K = X W^K + b^K,  V = X W^V + b^V
         w_q, w_k, w_v, b_q, b_k, b_v = self.projection_weights()
-        q = F.linear(query, w_q, b_q)  # (B, L, E)
-        k = F.linear(key, w_k, b_k)  # (B, S, E)
-        v = F.linear(value, w_v, b_v)  # (B, S, E)
+        q = F.linear(query, w_q, b_q).named("Q")  # (B, L, E)
+        k = F.linear(key, w_k, b_k).named("K")  # (B, S, E)
+        v = F.linear(value, w_v, b_v).named("V")  # (B, S, E)
         if self.bias_k is not None:  # one more, learned, key and value
             k = cat([k, self.bias_k.expand(B, 1, E)], dim=1)  # (B, S + 1, E)
             v = cat([v, self.bias_v.expand(B, 1, E)], dim=1)  # (B, S + 1, E)
             mask = _attend_to_new_key(mask)
 
         # 2. Split heads: (B, n, E) -> (B, n, h, d_k) -> (B, h, n, d_k)
-        q = q.view(B, L, h, d_k).transpose(1, 2)  # (B, h, L, d_k)
-        k = k.view(B, -1, h, d_k).transpose(1, 2)  # (B, h, S, d_k)
-        v = v.view(B, -1, h, d_k).transpose(1, 2)  # (B, h, S, d_k)
+        q = q.view(B, L, h, d_k).transpose(1, 2).named("Q_h")  # (B, h, L, d_k)
+        k = k.view(B, -1, h, d_k).transpose(1, 2).named("K_h")  # (B, h, S, d_k)
+        v = v.view(B, -1, h, d_k).transpose(1, 2).named("V_h")  # (B, h, S, d_k)
         if self.add_zero_attn:  # one more, all-zero, key and value
             k = cat([k, zeros(B, h, 1, d_k, dtype=k.dtype)], dim=2)  # (B, h, S + 1, d_k)
             v = cat([v, zeros(B, h, 1, d_k, dtype=v.dtype)], dim=2)  # (B, h, S + 1, d_k)
@@ -179,12 +184,13 @@ class MultiheadAttention(Module):
         # 3. head_i = softmax(Q_i K_i^T / sqrt(d_k) + mask) V_i, all heads at once
         dropout_p = self.dropout if self.training else 0.0
         heads, attn_weights = F.attention(q, k, v, mask, dropout_p)  # (B, h, L, d_k), (B, h, L, S)
+        heads.name = "heads"
 
         # 4. Concat(head_1, ..., head_h): (B, h, L, d_k) -> (B, L, h, d_k) -> (B, L, E)
-        concat = heads.transpose(1, 2).reshape(B, L, E)  # (B, L, E)
+        concat = heads.transpose(1, 2).reshape(B, L, E).named("concat")  # (B, L, E)
 
         # 5. Output projection: Concat(...) W^O + b^O
-        attn_output = self.out_proj(concat)  # (B, L, E)
+        attn_output = self.out_proj(concat).named("attn_output")  # (B, L, E)
 
         # Back to the caller's layout
         if not batched:

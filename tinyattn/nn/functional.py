@@ -174,11 +174,13 @@ def attention(
     """
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
+    k_t = k.transpose(-2, -1).named("K^T")  # (..., d_k, S)
+    scores = ((q @ k_t).named("QK^T") * scale).named("S")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
     if mask is not None:
-        scores = scores + mask  # -inf where blocked
-    p = scores.softmax(dim=-1)  # (..., L, S), each row sums to 1 (or is all 0)
-    p = dropout(p, dropout_p, training=dropout_p > 0.0)
+        scores = (scores + mask).named("S_m")  # -inf where blocked
+    p = scores.softmax(dim=-1).named("P")  # (..., L, S), each row sums to 1 (or is all 0)
+    if dropout_p > 0.0:
+        p = dropout(p, dropout_p).named("P_drop")
     return p @ v, p  # (..., L, S) @ (..., S, d_v) -> (..., L, d_v)
 
 

@@ -29,6 +29,9 @@ def _save_operands(ctx: Context, op: str, a: Any, b: Any) -> None:
 class Add(Function):
     """``out = a + b``;  ``da = g``, ``db = g`` (each unbroadcast)."""
 
+    formula = "{out} = {0} + {1}"
+    grad_formulas = ("d{0} = d{out}", "d{1} = d{out}")
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         _save_operands(ctx, "add", a, b)
@@ -42,6 +45,9 @@ class Add(Function):
 class Sub(Function):
     """``out = a - b``;  ``da = g``, ``db = -g``."""
 
+    formula = "{out} = {0} − {1}"
+    grad_formulas = ("d{0} = d{out}", "d{1} = −d{out}")
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         _save_operands(ctx, "sub", a, b)
@@ -54,6 +60,9 @@ class Sub(Function):
 
 class Mul(Function):
     """``out = a * b``;  ``da = g * b``, ``db = g * a``."""
+
+    formula = "{out} = {0} ⊙ {1}"
+    grad_formulas = ("d{0} = d{out} ⊙ {1}", "d{1} = d{out} ⊙ {0}")
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -73,6 +82,9 @@ class Mul(Function):
 class Div(Function):
     """``out = a / b``;  ``da = g / b``, ``db = -g * a / b**2``."""
 
+    formula = "{out} = {0} / {1}"
+    grad_formulas = ("d{0} = d{out} / {1}", "d{1} = −d{out} ⊙ {0} / {1}²")
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         _save_operands(ctx, "div", a, b)
@@ -89,6 +101,9 @@ class Div(Function):
 
 class Pow(Function):
     """``out = a ** b``;  ``da = g * b * a**(b-1)``, ``db = g * out * log(a)``."""
+
+    formula = "{out} = {0} ^ {1}"
+    grad_formulas = ("d{0} = d{out} ⊙ {1} ⊙ {0}^({1} − 1)", "d{1} = d{out} ⊙ {out} ⊙ log({0})")
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -108,6 +123,9 @@ class Pow(Function):
 class Neg(Function):
     """``out = -x``;  ``dx = -g``."""
 
+    formula = "{out} = −{0}"
+    grad_formulas = ("d{0} = −d{out}",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return -x
@@ -119,6 +137,9 @@ class Neg(Function):
 
 class Exp(Function):
     """``out = exp(x)``;  ``dx = g * out``."""
+
+    formula = "{out} = exp({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ {out}",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -135,6 +156,9 @@ class Exp(Function):
 class Log(Function):
     """``out = log(x)``;  ``dx = g / x``."""
 
+    formula = "{out} = log({0})"
+    grad_formulas = ("d{0} = d{out} / {0}",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         ctx.save_for_backward(x)
@@ -148,6 +172,9 @@ class Log(Function):
 
 class Sqrt(Function):
     """``out = sqrt(x)``;  ``dx = g / (2 * out)``."""
+
+    formula = "{out} = sqrt({0})"
+    grad_formulas = ("d{0} = d{out} / (2 {out})",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -164,6 +191,9 @@ class Sqrt(Function):
 class Tanh(Function):
     """``out = tanh(x)``;  ``dx = g * (1 - out**2)``."""
 
+    formula = "{out} = tanh({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ (1 − {out}²)",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         out = np.tanh(x)
@@ -179,6 +209,9 @@ class Tanh(Function):
 class ReLU(Function):
     """``out = max(x, 0)``;  ``dx = g * (x > 0)``."""
 
+    formula = "{out} = max({0}, 0)"
+    grad_formulas = ("d{0} = d{out} ⊙ [{0} > 0]",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         ctx.save_for_backward(x > 0)
@@ -192,6 +225,9 @@ class ReLU(Function):
 
 class Sigmoid(Function):
     """``out = 1 / (1 + exp(-x))``;  ``dx = g * out * (1 - out)``."""
+
+    formula = "{out} = σ({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ {out} ⊙ (1 − {out})",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -210,6 +246,9 @@ class Sigmoid(Function):
 class Abs(Function):
     """``out = |x|``;  ``dx = g * sign(x)`` (0 at x = 0, as torch)."""
 
+    formula = "{out} = |{0}|"
+    grad_formulas = ("d{0} = d{out} ⊙ sign({0})",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         ctx.save_for_backward(x)
@@ -223,6 +262,9 @@ class Abs(Function):
 
 class Cast(Function):
     """``out = x.astype(dtype)``;  ``dx = g.astype(x.dtype)``."""
+
+    formula = "{out} = {0} (new dtype)"
+    grad_formulas = ("d{0} = d{out} (cast back)",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
@@ -244,6 +286,9 @@ def _bool_mask(op: str, mask: Any) -> np.ndarray:
 class MaskedFill(Function):
     """``out = where(mask, value, x)``;  ``dx = where(mask, 0, g)``."""
 
+    formula = "{out} = masked_fill({0}, mask, value)"
+    grad_formulas = ("d{0} = d{out} with the masked entries set to 0", "")
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
         mask = _bool_mask("masked_fill", mask)
@@ -263,6 +308,9 @@ class MaskedFill(Function):
 
 class Where(Function):
     """``out = where(cond, a, b)``;  ``da = where(cond, g, 0)``, ``db = where(cond, 0, g)``."""
+
+    formula = "{out} = where(cond, {1}, {2})"
+    grad_formulas = ("", "d{1} = d{out} where cond, else 0", "d{2} = d{out} where not cond, else 0")
 
     @staticmethod
     def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
@@ -294,6 +342,9 @@ class GELU(Function):
 
     With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
     """
+
+    formula = "{out} = {0} ⊙ Φ({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ (Φ({0}) + {0} ⊙ φ({0}))",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:

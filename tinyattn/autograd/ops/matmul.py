@@ -16,6 +16,9 @@ class MatMul(Function):
     then unbroadcasts the batch dims, so the same two formulas cover every case.
     """
 
+    formula = "{out} = {0} @ {1}"
+    grad_formulas = ("d{0} = d{out} @ {1}ᵀ", "d{1} = {0}ᵀ @ d{out}")
+
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a), np.asarray(b)
@@ -63,6 +66,13 @@ class Linear(Function):
     The same result as ``x @ w.T + b`` built from MatMul, Transpose and Add;
     one op instead of three, as every layer calls it.
     """
+
+    formula = "{out} = {0} {1}ᵀ + {2}"
+    grad_formulas = (
+        "d{0} = d{out} {1}",
+        "d{1} = d{out}ᵀ {0}  (summed over batch and positions)",
+        "d{2} = Σ d{out}  (over batch and positions)",
+    )
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:

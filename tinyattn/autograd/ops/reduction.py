@@ -19,6 +19,9 @@ def _expand_back(g: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tup
 class Sum(Function):
     """``out = sum(x, dim)``;  ``dx = g`` copied along the summed dims."""
 
+    formula = "{out} = sum({0})"
+    grad_formulas = ("d{0} = d{out} copied along the summed dims",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("sum", dim, x.ndim)
@@ -32,6 +35,9 @@ class Sum(Function):
 
 class Mean(Function):
     """``out = sum(x, dim) / N``;  ``dx = g / N`` copied along the reduced dims."""
+
+    formula = "{out} = mean({0})"
+    grad_formulas = ("d{0} = d{out} / N copied along the averaged dims",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
@@ -51,6 +57,9 @@ class Amax(Function):
     Where several elements tie for the maximum they share the gradient equally,
     as in torch's ``amax``.
     """
+
+    formula = "{out} = max({0})"
+    grad_formulas = ("d{0} = d{out} at the maxima (split among ties), 0 elsewhere",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
@@ -72,6 +81,9 @@ class Amax(Function):
 
 class Var(Function):
     """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) g / (N - correction)``."""
+
+    formula = "{out} = var({0})"
+    grad_formulas = ("d{0} = 2 ({0} − mean) ⊙ d{out} / (N − correction)",)
 
     @staticmethod
     def forward(

@@ -17,6 +17,9 @@ from ..tensor import Tensor
 class Reshape(Function):
     """``out = x.reshape(shape)``;  ``dx = g.reshape(x.shape)``."""
 
+    formula = "{out} = {0}.reshape(…)"
+    grad_formulas = ("d{0} = d{out}.reshape(shape of {0})",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
         ctx.shape = x.shape
@@ -35,6 +38,9 @@ class Reshape(Function):
 class Transpose(Function):
     """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(g, dim0, dim1)``."""
 
+    formula = "{out} = {0}.transpose(i, j)"
+    grad_formulas = ("d{0} = d{out}.transpose(i, j)",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
         ctx.dims = normalize_dim("transpose", dim0, x.ndim), normalize_dim("transpose", dim1, x.ndim)
@@ -47,6 +53,9 @@ class Transpose(Function):
 
 class Permute(Function):
     """``out = transpose(x, dims)``;  ``dx = transpose(g, argsort(dims))``."""
+
+    formula = "{out} = {0}.permute(p)"
+    grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
@@ -66,6 +75,9 @@ class Permute(Function):
 class Unsqueeze(Function):
     """``out = expand_dims(x, dim)``;  ``dx = g.reshape(x.shape)``."""
 
+    formula = "{out} = {0}.unsqueeze(dim)"
+    grad_formulas = ("d{0} = d{out}.squeeze(dim)",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         ctx.shape = x.shape
@@ -78,6 +90,9 @@ class Unsqueeze(Function):
 
 class Squeeze(Function):
     """``out = x`` without size-1 dims;  ``dx = g.reshape(x.shape)``."""
+
+    formula = "{out} = {0}.squeeze()"
+    grad_formulas = ("d{0} = d{out}.reshape(shape of {0})",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
@@ -94,6 +109,9 @@ class Squeeze(Function):
 
 class Expand(Function):
     """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(g, x.shape)``."""
+
+    formula = "{out} = {0}.expand(…)"
+    grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
@@ -139,6 +157,9 @@ class GetItem(Function):
     ``np.add.at``, which accumulates repeats instead of overwriting them.
     """
 
+    formula = "{out} = {0}[index]"
+    grad_formulas = ("d{0}[index] += d{out}  (zeros elsewhere)",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
         index = _plain_index(index)
@@ -161,6 +182,9 @@ class GetItem(Function):
 class Cat(Function):
     """``out = concatenate(xs, dim)``;  ``dx_i = g`` sliced back to ``x_i``'s part."""
 
+    formula = "{out} = cat(inputs)"
+    grad_formulas = ("d{i} = the part of d{out} where {i} was placed",)
+
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
         if not xs:
@@ -182,6 +206,9 @@ class Cat(Function):
 
 class Stack(Function):
     """``out = stack(xs, dim)``;  ``dx_i = g`` indexed at ``i`` along ``dim``."""
+
+    formula = "{out} = stack(inputs)"
+    grad_formulas = ("d{i} = d{out}[i] along the stacked dim",)
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:

@@ -17,6 +17,9 @@ class Softmax(Function):
     gives all-zero probabilities and zero gradient instead of NaN.
     """
 
+    formula = "{out} = softmax({0})"
+    grad_formulas = ("d{0} = {out} ⊙ (d{out} − rowsum(d{out} ⊙ {out}))",)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         d = normalize_dim("softmax", dim, x.ndim)
@@ -38,6 +41,9 @@ class Softmax(Function):
 
 class LogSoftmax(Function):
     """``Y = X - log(sum(exp(X), dim))``;  ``dX = dY - exp(Y) * sum(dY, dim)``."""
+
+    formula = "{out} = log_softmax({0})"
+    grad_formulas = ("d{0} = d{out} − exp({out}) ⊙ rowsum(d{out})",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
