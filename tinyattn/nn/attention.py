@@ -261,7 +261,7 @@ class MultiheadAttention(Module):
                 raise ValueError(f"MultiheadAttention: key_padding_mask must have shape {expected}, got {m.shape}")
             padding = m.reshape(B, 1, 1, S)  # the same keys hidden from every head and query
             mask = padding if mask is None else mask + padding
-        return mask
+        return None if mask is None else mask.named("M")
 
 
 def _attend_to_new_key(mask: Tensor | None) -> Tensor | None:

@@ -174,8 +174,8 @@ def attention(
     """
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
-    k_t = k.transpose(-2, -1).named("K^T")  # (..., d_k, S)
-    scores = ((q @ k_t).named("QK^T") * scale).named("S")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
+    k_t = k.transpose(-2, -1).named(f"{k.name or 'K'}ᵀ")  # (..., d_k, S)
+    scores = ((q @ k_t).named("QKᵀ") * scale).named("S")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
     if mask is not None:
         scores = (scores + mask).named("S_m")  # -inf where blocked
     p = scores.softmax(dim=-1).named("P")  # (..., L, S), each row sums to 1 (or is all 0)

@@ -17,8 +17,8 @@ from ..tensor import Tensor
 class Reshape(Function):
     """``out = x.reshape(shape)``;  ``dx = g.reshape(x.shape)``."""
 
-    formula = "{out} = {0}.reshape(…)"
-    grad_formulas = ("d{0} = d{out}.reshape(shape of {0})",)
+    formula = "{out} = {0}.reshape{out_shape}"
+    grad_formulas = ("d{0} = d{out}.reshape{shape}",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
@@ -38,8 +38,8 @@ class Reshape(Function):
 class Transpose(Function):
     """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(g, dim0, dim1)``."""
 
-    formula = "{out} = {0}.transpose(i, j)"
-    grad_formulas = ("d{0} = d{out}.transpose(i, j)",)
+    formula = "{out} = {0}.transpose{dims}"
+    grad_formulas = ("d{0} = d{out}.transpose{dims}",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
@@ -75,8 +75,8 @@ class Permute(Function):
 class Unsqueeze(Function):
     """``out = expand_dims(x, dim)``;  ``dx = g.reshape(x.shape)``."""
 
-    formula = "{out} = {0}.unsqueeze(dim)"
-    grad_formulas = ("d{0} = d{out}.squeeze(dim)",)
+    formula = "{out} = {0}.unsqueeze(…)"
+    grad_formulas = ("d{0} = d{out}.reshape{shape}",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
@@ -92,7 +92,7 @@ class Squeeze(Function):
     """``out = x`` without size-1 dims;  ``dx = g.reshape(x.shape)``."""
 
     formula = "{out} = {0}.squeeze()"
-    grad_formulas = ("d{0} = d{out}.reshape(shape of {0})",)
+    grad_formulas = ("d{0} = d{out}.reshape{shape}",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
@@ -157,8 +157,8 @@ class GetItem(Function):
     ``np.add.at``, which accumulates repeats instead of overwriting them.
     """
 
-    formula = "{out} = {0}[index]"
-    grad_formulas = ("d{0}[index] += d{out}  (zeros elsewhere)",)
+    formula = "{out} = {0}[{index}]"
+    grad_formulas = ("d{0}[{index}] += d{out}  (zeros elsewhere)",)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:

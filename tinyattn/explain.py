@@ -1,0 +1,160 @@
+"""Walk through the backward pass of multi-head attention, step by step.
+
+    python -m tinyattn.explain                      # the chapter's size: B=3, n=5, d_model=16, h=2
+    python -m tinyattn.explain --kv-len 7           # cross-attention: keys/values from another sequence
+    python -m tinyattn.explain --mask causal        # or: padding
+    python -m tinyattn.explain --graph graph.png    # also draw the computation graph (--dot graph.dot)
+
+It builds a MultiheadAttention, runs it forward on random inputs, sets
+``L = sum(attn_output ⊙ R)`` for a random ``R`` (so ``dL/d attn_output = R``),
+and prints every step of the backward pass from ``dL/d attn_output`` back to
+``dL/dW^O``, ``dL/dW^Q``, ``dL/dW^K``, ``dL/dW^V`` and ``dL/dX``: the op, its
+forward equation, the gradient that arrives, the formula of each gradient it
+sends on with its shape, and the source line of that backward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+import numpy as np
+
+from . import autograd, nn
+from .autograd.trace import Trace, trace
+
+# The stages of MultiheadAttention.forward, by the names it gives its tensors
+MHA_GROUPS = {
+    **dict.fromkeys(
+        ["in_proj_weight", "in_proj_bias", "W^Q", "W^K", "W^V", "b^Q", "b^K", "b^V", "Q", "K", "V"],
+        "1. project: Q = X W^Q, K = X W^K, V = X W^V",
+    ),
+    **dict.fromkeys(["Q_h", "K_h", "V_h", "K_hᵀ"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
+    **dict.fromkeys(["QKᵀ", "S", "S_m", "P", "P_drop", "heads"], "3. attention: softmax(Q Kᵀ / √d_k) V"),
+    "concat": "4. concat heads: (B, h, n, d_k) -> (B, n, E)",
+    **dict.fromkeys(["attn_output", "W^O", "b^O"], "5. output projection: concat W^O"),
+}
+
+
+def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, autograd.Tensor], Trace]:
+    """Run the configured MHA forward and a traced backward; return the module, its inputs and the trace."""
+    autograd.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    B, L, E, h = args.batch, args.seq, args.d_model, args.heads
+    S = args.kv_len or L
+    mha = nn.MultiheadAttention(E, h, batch_first=True, dtype=np.float64)
+    if args.kv_len:
+        x_q = autograd.tensor(rng.standard_normal((B, L, E)), requires_grad=True).named("X_q")
+        x_kv = autograd.tensor(rng.standard_normal((B, S, E)), requires_grad=True).named("X_kv")
+        inputs, (query, key, value) = {"X_q": x_q, "X_kv": x_kv}, (x_q, x_kv, x_kv)
+    else:
+        x = autograd.tensor(rng.standard_normal((B, L, E)), requires_grad=True).named("X")
+        inputs, (query, key, value) = {"X": x}, (x, x, x)
+    kwargs = {}
+    if args.mask == "causal":
+        kwargs["attn_mask"] = np.triu(np.ones((L, S), dtype=bool), k=1)  # True = masked out
+    elif args.mask == "padding":
+        padding = np.zeros((B, S), dtype=bool)
+        padding[:, S - 1] = True  # the last key of every sequence is padding
+        kwargs["key_padding_mask"] = padding
+    out, _ = mha(query, key, value, need_weights=False, **kwargs)
+    upstream = rng.standard_normal(out.shape)  # R = dL/d attn_output
+    return mha, inputs, trace(out, upstream)
+
+
+def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor], steps: Trace) -> list[str]:
+    """Where each gradient ends up, checked against the ``.grad`` arrays backward() filled."""
+    E = mha.embed_dim
+    rows = []
+
+    def row(label: str, traced: np.ndarray, stored: np.ndarray, where: str) -> None:
+        same = traced.shape == stored.shape and np.allclose(traced, stored, rtol=1e-12, atol=1e-12)
+        rows.append(f"  {label:<8} {str(traced.shape):<12} = {where:<30} {'✓ matches' if same else '✗ DIFFERS'}")
+
+    row("dL/dW^O", steps.gradient_of("W^O"), mha.out_proj.weight.grad, "out_proj.weight.grad")
+    for i, name in enumerate(["W^Q", "W^K", "W^V"]):
+        rows_slice = f"in_proj_weight.grad[{i * E}:{(i + 1) * E}]"
+        row(f"dL/d{name}", steps.gradient_of(name), mha.in_proj_weight.grad[i * E : (i + 1) * E], rows_slice)
+    for name, t in inputs.items():
+        row(f"dL/d{name}", steps.gradient_of(name), t.grad, f"{name}.grad (sum over its uses)")
+    return rows
+
+
+def walkthrough(args: argparse.Namespace) -> str:
+    """The full text the command prints."""
+    mha, inputs, steps = build(args)
+    B, L, E, h = args.batch, args.seq, args.d_model, args.heads
+    S = args.kv_len or L
+    kind = f"cross-attention, keys/values of length {S}" if args.kv_len else "self-attention"
+    mask = {"none": "no mask", "causal": "causal attn_mask", "padding": "key_padding_mask (last key)"}[args.mask]
+    x_names = " and ".join(inputs)
+    lines = [
+        f"Gradient flow through MultiheadAttention: B={B}, n={L}, d_model={E}, h={h}, d_k={E // h}; {kind}; {mask}",
+        "",
+        f"Forward: {x_names} -> attn_output {(B, L, E)}. Backward starts from L = sum(attn_output ⊙ R), R random,",
+        f"so dL/d attn_output = R {(B, L, E)}. Each step below is one op's backward: the op and its forward",
+        "equation, the gradient that arrives (its shape and norm), then each gradient it sends on, with the",
+        "formula that produces it. Names follow the chapter; t1, t2, ... are unnamed intermediates",
+        "(reshapes and transposes that split and merge the heads). A name reached twice (X in self-attention)",
+        "gets the sum of its contributions.",
+        "",
+    ]
+    if args.table:
+        lines.append(steps.table())
+    else:
+        lines.append(str(steps))
+    lines += ["", "Where the gradients land (checked against the .grad arrays filled by backward):"]
+    lines += landing_table(mha, inputs, steps)
+    if args.graph:
+        from .autograd.graph import draw_graph
+
+        draw_graph(steps, args.graph, groups=MHA_GROUPS, title=f"MultiheadAttention backward ({kind}, {mask})")
+        lines.append(f"\nGraph picture written to {args.graph}")
+    if args.dot:
+        from .autograd.graph import to_dot
+
+        with open(args.dot, "w", encoding="utf-8") as f:
+            f.write(to_dot(steps, groups=MHA_GROUPS))
+        lines.append(f"DOT graph written to {args.dot}")
+    return "\n".join(lines)
+
+
+def docs_block() -> str:
+    """The generated part of docs/gradients.md: the chapter-size table (shapes, no norms) and the sources."""
+    args = parser().parse_args([])
+    _, _, steps = build(args)
+    lines = ["```text", steps.table(norms=False), "```", "", "Each backward used above lives at:", ""]
+    lines += [f"- `{source}`" for source in steps.sources()]
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line options."""
+    p = argparse.ArgumentParser(prog="python -m tinyattn.explain", description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=3, help="B (default 3)")
+    p.add_argument("--seq", type=int, default=5, help="n, the query length (default 5)")
+    p.add_argument("--d-model", type=int, default=16, help="d_model = embed_dim (default 16)")
+    p.add_argument("--heads", type=int, default=2, help="h, the number of heads (default 2)")
+    p.add_argument("--kv-len", type=int, default=0, help="cross-attention with keys/values of this length")
+    p.add_argument("--mask", choices=["none", "causal", "padding"], default="none")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--table", action="store_true", help="one line per gradient instead of the walkthrough")
+    p.add_argument("--graph", metavar="PATH", help="save a picture of the graph (.png or .svg)")
+    p.add_argument("--dot", metavar="PATH", help="save the graph as Graphviz DOT")
+    p.add_argument("--docs-block", action="store_true", help="print the generated part of docs/gradients.md")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``python -m tinyattn.explain`` and ``tinyattn-explain``."""
+    args = parser().parse_args(argv)
+    if args.d_model % args.heads:
+        parser().error(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8")  # the formulas use ⊙, ᵀ, Σ
+    print(docs_block() if args.docs_block else walkthrough(args))
+
+
+if __name__ == "__main__":
+    main()
