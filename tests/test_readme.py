@@ -28,3 +28,13 @@ def test_first_lines_give_the_two_commands_and_ci_runs_the_test_one():
     with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
         ci = f.read()
     assert test_cmd in ci.splitlines()
+
+
+def test_explainer_excerpt_is_real_output():
+    from tinyattn import explain
+
+    text = readme().split("## See the gradients flow")[1].split("```text\n")[1].split("```")[0]
+    output = explain.walkthrough(explain.parser().parse_args([]))
+    for line in text.splitlines():
+        if line.strip() and line.strip() != "...":
+            assert line in output, line
