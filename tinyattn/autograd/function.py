@@ -158,12 +158,16 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
     of size 1, so its gradient is the sum of the upstream gradient over exactly
     those axes.
     """
+    # BEGIN TASK unbroadcast
     extra = grad.ndim - len(shape)
     if extra > 0:
+        # MUTANT: grad = grad.mean(axis=tuple(range(extra)))
         grad = grad.sum(axis=tuple(range(extra)))
+    # MUTANT: axes = ()
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)
+    # END TASK
     if dtype is not None and grad.dtype != dtype:
         grad = grad.astype(dtype)
     return grad

@@ -173,9 +173,13 @@ class MultiheadAttention(Module):
             mask = _attend_to_new_key(mask)
 
         # 2. Split heads: (B, n, E) -> (B, n, h, d_k) -> (B, h, n, d_k)
+        # BEGIN TASK mha_split_heads
+        # MUTANT: q = q.view(B, h, L, d_k).named("Q_h")
+        # MUTANT: q = query.view(B, L, h, d_k).transpose(1, 2).named("Q_h")
         q = q.view(B, L, h, d_k).transpose(1, 2).named("Q_h")  # (B, h, L, d_k)
         k = k.view(B, -1, h, d_k).transpose(1, 2).named("K_h")  # (B, h, S, d_k)
         v = v.view(B, -1, h, d_k).transpose(1, 2).named("V_h")  # (B, h, S, d_k)
+        # END TASK
         if self.add_zero_attn:  # one more, all-zero, key and value
             k = cat([k, zeros(B, h, 1, d_k, dtype=k.dtype)], dim=2)  # (B, h, S + 1, d_k)
             v = cat([v, zeros(B, h, 1, d_k, dtype=v.dtype)], dim=2)  # (B, h, S + 1, d_k)
@@ -187,7 +191,10 @@ class MultiheadAttention(Module):
         heads.name = "heads"
 
         # 4. Concat(head_1, ..., head_h): (B, h, L, d_k) -> (B, L, h, d_k) -> (B, L, E)
+        # BEGIN TASK mha_merge_heads
+        # MUTANT: concat = heads.reshape(B, L, E).named("concat")
         concat = heads.transpose(1, 2).reshape(B, L, E).named("concat")  # (B, L, E)
+        # END TASK
 
         # 5. Output projection: Concat(...) W^O + b^O
         attn_output = self.out_proj(concat).named("attn_output")  # (B, L, E)

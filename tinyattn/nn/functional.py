@@ -174,14 +174,19 @@ def attention(
     """
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    # BEGIN TASK attention
     k_t = k.transpose(-2, -1).named(f"{k.name or 'K'}ᵀ")  # (..., d_k, S)
+    # MUTANT: scores = (q @ k_t).named("S")
     scores = ((q @ k_t).named("QKᵀ") * scale).named("S")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
     if mask is not None:
         scores = (scores + mask).named("S_m")  # -inf where blocked
+    # MUTANT: p = scores.softmax(dim=-2).named("P")
     p = scores.softmax(dim=-1).named("P")  # (..., L, S), each row sums to 1 (or is all 0)
     if dropout_p > 0.0:
         p = dropout(p, dropout_p).named("P_drop")
+    # MUTANT: return p @ v.transpose(-2, -1), p
     return p @ v, p  # (..., L, S) @ (..., S, d_v) -> (..., L, d_v)
+    # END TASK
 
 
 def scaled_dot_product_attention(

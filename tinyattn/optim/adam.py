@@ -53,13 +53,17 @@ class Adam(Optimizer):
                 state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
             state["step"] += 1
             t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+            # BEGIN TASK adam_step
             m *= beta1
             m += (1 - beta1) * g
             v *= beta2
+            # MUTANT: v += (1 - beta2) * g
             v += (1 - beta2) * g * g
+            # MUTANT: m_hat_scale = 1
             m_hat_scale = 1 / (1 - beta1**t)
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
             p.data -= (lr * m_hat_scale * m / denom).astype(p.dtype, copy=False)
+            # END TASK
 
 
 class AdamW(Adam):

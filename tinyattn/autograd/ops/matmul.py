@@ -44,7 +44,9 @@ class MatMul(Function):
         if b.ndim == 1:
             g2 = np.expand_dims(g2, -1)  # restore m = 1
         da = db = None
+        # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
+            # MUTANT: da = g2 @ b2
             da = g2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
             da = unbroadcast(da, a2.shape, a.dtype).reshape(a.shape)
         if ctx.needs_input_grad[1]:
@@ -52,10 +54,13 @@ class MatMul(Function):
                 # B is shared by the whole batch: sum over the batch inside one matmul,
                 # (batch*n, k)^T @ (batch*n, m), instead of batch matmuls summed after
                 k, m = b2.shape
+                # MUTANT: db = a2.reshape(-1, k).T @ g2.reshape(-1, m) / a2.shape[0]
                 db = a2.reshape(-1, k).T @ g2.reshape(-1, m)  # (k, m)
             else:
+                # MUTANT: db = np.swapaxes(g2, -1, -2) @ a2
                 db = np.swapaxes(a2, -1, -2) @ g2  # (..., k, n) @ (..., n, m) -> (..., k, m)
             db = unbroadcast(db, b2.shape, b.dtype).reshape(b.shape)
+        # END TASK
         return da, db
 
 
@@ -84,9 +89,13 @@ class Linear(Function):
         if b is not None and b.shape != (w.shape[0],):
             raise ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
         ctx.save_for_backward(x, w)
+        # BEGIN TASK linear_forward
+        # MUTANT: y = x @ w
         y = x @ w.T  # (..., in) @ (in, out) -> (..., out)
         if b is not None:
+            # MUTANT: y = y
             y += b
+        # END TASK
         return y
 
     @staticmethod

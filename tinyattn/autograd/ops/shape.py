@@ -32,7 +32,10 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        # BEGIN TASK shape_backward
+        # MUTANT: return (g.T.reshape(ctx.shape),)
         return (g.reshape(ctx.shape),)
+        # END TASK
 
 
 class Transpose(Function):
@@ -48,7 +51,10 @@ class Transpose(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        # BEGIN TASK shape_backward
+        # MUTANT: return (g.reshape(np.swapaxes(g, *ctx.dims).shape),)
         return (np.swapaxes(g, *ctx.dims),)
+        # END TASK
 
 
 class Permute(Function):

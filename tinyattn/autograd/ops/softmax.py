@@ -35,8 +35,12 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
+        # MUTANT: return (y * dy,)
+        # MUTANT: return (y * (dy - np.sum(dy, axis=ctx.dim, keepdims=True)),)
         return (y * (dy - np.sum(dy * y, axis=ctx.dim, keepdims=True)),)
+        # END TASK
 
 
 class LogSoftmax(Function):
@@ -56,5 +60,9 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        # BEGIN TASK log_softmax_backward
         (y,) = ctx.saved_tensors
+        # MUTANT: return (dy - np.exp(y) * dy,)
+        # MUTANT: return (dy / np.exp(y),)
         return (dy - np.exp(y) * np.sum(dy, axis=ctx.dim, keepdims=True),)
+        # END TASK

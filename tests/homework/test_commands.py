@@ -1,0 +1,113 @@
+"""The homework commands end to end: the library's own self-check, assign, grade, solve."""
+
+import json
+
+import pytest
+
+from tinyattn.homework import commands
+from tinyattn.homework.__main__ import main
+from tinyattn.homework.markers import MarkerError
+
+RESULT_FIELDS = {"score", "tests"}
+TEST_FIELDS = {"name", "score", "max_score", "status", "output", "tags", "visibility"}
+
+
+def test_library_markers_cover_the_required_tasks():
+    _, regions, tests, chosen = commands.load()
+    required = {"unbroadcast", "matmul_backward", "shape_backward", "softmax_backward", "log_softmax_backward",
+                "linear_forward", "attention", "mha_split_heads", "mha_merge_heads", "adam_step"}
+    assert required <= set(chosen)
+    assert all(any(t.task == task for t in tests) for task in chosen)
+    assert sum(len(r.mutants) for rs in regions.values() for r in rs) >= 15
+
+
+@pytest.mark.slow
+def test_self_check_passes_on_the_library(capsys):
+    assert main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert "0 hole(s)" in out and "HOLE" not in out
+    assert out.count("4. mutant killed") >= 15
+
+
+def test_assign_grade_solve_end_to_end(tmp_path, capsys):
+    tasks = ["softmax_backward", "adam_step"]
+    out = tmp_path / "hw"
+    assert main(["assign", str(out), "--tasks", ",".join(tasks)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert list(manifest["tasks"]) == tasks
+    points = {t: manifest["tasks"][t]["points"] for t in tasks}
+    assert all(p > 0 for p in points.values())
+
+    student = out / "student"
+    softmax_py = (student / "tinyattn" / "autograd" / "ops" / "softmax.py").read_text()
+    assert 'raise NotImplementedError("task softmax_backward")' in softmax_py
+    assert "rowsum" not in softmax_py.split("class LogSoftmax")[0].split("def backward")[1]  # the answer is gone
+    for path in student.rglob("*.py"):
+        text = path.read_text()
+        for marker in ("BEGIN TASK", "END TASK", "# MUTANT:", "# STUB:"):
+            assert marker not in text, (path, marker)
+    assert not (student / "tests" / "test_hidden.py").exists() and not (student / "tinyattn" / "homework").exists()
+    assert (out / "autograder" / "tests" / "test_hidden.py").exists()
+    assert (out / "autograder" / "tests" / "reference_values.npz").exists()
+    # tasks not chosen keep the reference code
+    assert "TODO(task" not in (student / "tinyattn" / "nn" / "attention.py").read_text()
+
+    results_path = tmp_path / "results.json"
+    assert main(["grade", str(student), "--json", str(results_path)]) == 0
+    results = json.loads(results_path.read_text())
+    assert results["score"] == 0
+    assert len(results["tests"]) == sum(len(manifest["tasks"][t]["tests"]) for t in tasks)
+
+    assert main(["solve", str(student), "--tasks", "softmax_backward"]) == 0
+    assert main(["grade", str(student), "--json", str(results_path)]) == 0
+    results = json.loads(results_path.read_text())
+    assert results["score"] == points["softmax_backward"]
+    # results.json has Gradescope's field set
+    assert set(results) == RESULT_FIELDS
+    for test in results["tests"]:
+        assert set(test) == TEST_FIELDS
+        assert test["status"] in ("passed", "failed") and test["visibility"] in ("visible", "after_published")
+        assert test["score"] == (test["max_score"] if test["status"] == "passed" else 0)
+        assert test["tags"][0] in tasks
+    by_task = {t: sum(x["score"] for x in results["tests"] if x["tags"] == [t]) for t in tasks}
+    assert by_task == {"softmax_backward": points["softmax_backward"], "adam_step": 0}
+    table = capsys.readouterr().out
+    assert "softmax_backward" in table and "total" in table
+
+
+def test_grading_survives_a_syntax_error_and_a_hang(tmp_path):
+    out = tmp_path / "hw"
+    commands.assign(str(out), ["softmax_backward", "adam_step"])
+    student, autograder = str(out / "student"), str(out / "autograder")
+    softmax_py = out / "student" / "tinyattn" / "autograd" / "ops" / "softmax.py"
+    stubbed = softmax_py.read_text()
+    softmax_py.write_text(stubbed.replace('raise NotImplementedError("task softmax_backward")', "return (dy +,)"))
+    results, _ = commands.grade(student, autograder, timeout=60)
+    assert results["score"] == 0
+    assert all("did not run" in t["output"] and "SyntaxError" in t["output"] for t in results["tests"])
+
+    softmax_py.write_text(stubbed)
+    commands.solve(student, ["softmax_backward"])
+    adam_py = out / "student" / "tinyattn" / "optim" / "adam.py"
+    adam_py.write_text(adam_py.read_text().replace(
+        'raise NotImplementedError("task adam_step")', "while True:\n                pass"))
+    results, table = commands.grade(student, autograder, timeout=10)
+    outputs = {t["tags"][0]: t["output"] for t in results["tests"]}
+    assert "timed out" in outputs["adam_step"]
+    # the hang costs only its own task
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
+
+
+def test_assign_refuses_unknown_or_untested_tasks_and_nonempty_out(tmp_path, monkeypatch):
+    with pytest.raises(MarkerError, match="unknown task"):
+        commands.assign(str(tmp_path / "a"), ["no_such_task"])
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x").write_text("")
+    with pytest.raises(MarkerError, match="not empty"):
+        commands.assign(str(tmp_path / "b"), ["adam_step"])
+    real_scan = commands.scan_tests
+    monkeypatch.setattr(commands, "scan_tests", lambda d: [t for t in real_scan(d) if t.task != "adam_step"])
+    with pytest.raises(MarkerError, match="no test: adam_step"):
+        commands.assign(str(tmp_path / "c"), ["adam_step"])
+    assert not (tmp_path / "c").exists()

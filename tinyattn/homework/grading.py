@@ -1,0 +1,135 @@
+"""Which tests grade which task, running them against a copy of the package, and the results files.
+
+Tests are tied to tasks by a marker, ``@pytest.mark.task(id="softmax_backward", points=2)``,
+read from the test files' source (``ast``), so the manifest is known before any test runs.
+Each run is a separate ``python -m pytest`` process with ``PYTHONPATH`` pointing at the
+package under test, a time limit, and a JUnit XML report to read the outcomes from.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass
+
+HIDDEN_FILES = {"test_hidden.py"}  # shipped to the autograder only
+
+
+@dataclass
+class GradedTest:
+    """One test function: where it is, which task it grades, how many points."""
+
+    file: str
+    name: str
+    task: str
+    points: float
+    visibility: str  # "visible" (students have it) or "hidden"
+
+    @property
+    def node_id(self) -> str:
+        """pytest's id, e.g. ``test_tasks.py::test_softmax_gradients``."""
+        return f"{self.file}::{self.name}"
+
+
+def _task_marker(decorator: ast.expr) -> tuple[str, float] | None:
+    """``(id, points)`` from ``@pytest.mark.task(id=..., points=...)``, else None."""
+    if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)):
+        return None
+    if decorator.func.attr != "task":
+        return None
+    kwargs = {k.arg: k.value for k in decorator.keywords}
+    if "id" not in kwargs or not isinstance(kwargs["id"], ast.Constant):
+        raise ValueError(f"task marker at line {decorator.lineno} needs id=\"...\"")
+    points = kwargs.get("points")
+    value = points.value if isinstance(points, ast.Constant) else 1
+    return str(kwargs["id"].value), float(value)
+
+
+def scan_tests(tests_dir: str) -> list[GradedTest]:
+    """Every ``test_*`` function in ``tests_dir/test_*.py`` with a task marker."""
+    found = []
+    for name in sorted(os.listdir(tests_dir)):
+        if not (name.startswith("test_") and name.endswith(".py")):
+            continue
+        with open(os.path.join(tests_dir, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=name)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                for dec in node.decorator_list:
+                    marker = _task_marker(dec)
+                    if marker:
+                        visibility = "hidden" if name in HIDDEN_FILES else "visible"
+                        found.append(GradedTest(name, node.name, marker[0], marker[1], visibility))
+    return found
+
+
+def manifest(tests: list[GradedTest], tasks: list[str]) -> dict:
+    """``{"tasks": {id: {"points": total, "tests": [...]}}}`` for the chosen tasks."""
+    out: dict = {"tasks": {}}
+    for task in tasks:
+        chosen = [t for t in tests if t.task == task]
+        out["tasks"][task] = {"points": sum(t.points for t in chosen), "tests": [asdict(t) for t in chosen]}
+    return out
+
+
+@dataclass
+class Outcome:
+    """How one test ended."""
+
+    passed: bool
+    output: str
+
+
+def run_tests(
+    package_root: str,
+    tests_dir: str,
+    tests: list[GradedTest],
+    *,
+    timeout: float = 600.0,
+    reference_values: str | None = None,
+) -> dict[str, Outcome]:
+    """Run ``tests`` against the ``tinyattn`` found in ``package_root``; a test that did not run failed."""
+    if not tests:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.xml")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env["PYTHONPATH"] = os.pathsep.join([package_root, tests_dir])
+        env["TINYATTN_PACKAGE_ROOT"] = package_root
+        env["MPLBACKEND"] = "Agg"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        if reference_values:
+            env["TINYATTN_REFERENCE_VALUES"] = reference_values
+        cmd = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tests_dir,
+            "-c", os.path.join(tests_dir, "pytest.ini"), f"--junitxml={report}",
+            *[os.path.join(tests_dir, t.file) + "::" + t.name for t in tests],
+        ]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
+            log = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            return {t.node_id: Outcome(False, f"timed out after {timeout:g} s") for t in tests}
+        results = _read_junit(report) if os.path.exists(report) else {}
+    outcomes = {}
+    for t in tests:
+        key = (t.file[:-3], t.name)
+        if key in results:
+            outcomes[t.node_id] = results[key]
+        else:
+            outcomes[t.node_id] = Outcome(False, "did not run (collection error?)\n" + log[-2000:])
+    return outcomes
+
+
+def _read_junit(path: str) -> dict[tuple[str, str], Outcome]:
+    outcomes = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        module = case.get("classname", "").split(".")[-1]
+        problems = [c for c in case if c.tag in ("failure", "error", "skipped")]
+        text = "\n".join((c.get("message") or "") + "\n" + (c.text or "") for c in problems).strip()
+        outcomes[(module, case.get("name", ""))] = Outcome(not problems, text[-4000:])
+    return outcomes

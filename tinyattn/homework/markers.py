@@ -1,0 +1,212 @@
+"""Task markers in the reference source, and the rewrites built from them.
+
+A task region is a run of lines between two comments, so the reference runs unchanged::
+
+    def backward(ctx, grad_output):
+        # BEGIN TASK softmax_backward
+        (y,) = ctx.saved_tensors
+        # MUTANT: return (y * grad_output,)
+        return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)
+        # END TASK
+
+* In a student copy the region becomes ``# TODO(task <id>): ...`` and
+  ``raise NotImplementedError("task <id>")`` at the ``BEGIN`` line's indentation,
+  or the lines given by ``# STUB: <line>`` comments inside the region.
+* ``# MUTANT: <line>`` is a plausible wrong answer for the self-check: the
+  mutant variant replaces the next code line of the region with ``<line>``.
+  Mutants and markers never reach a student copy.
+* One task id may have several regions (e.g. two functions).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+
+BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN TASK (?P<id>[a-z][a-z0-9_]*)\s*$")
+END = re.compile(r"^\s*# END TASK\s*$")
+STUB = re.compile(r"^\s*# STUB: (?P<code>.*)$")
+MUTANT = re.compile(r"^\s*# MUTANT: (?P<code>.*)$")
+ANY_MARKER = re.compile(r"#\s*(BEGIN TASK|END TASK|STUB:|MUTANT:)")
+
+
+class MarkerError(ValueError):
+    """Unbalanced, nested or malformed task markers (the message names file and line)."""
+
+
+@dataclass
+class Mutant:
+    """A wrong line: replaces ``target`` (an index into the file's lines)."""
+
+    code: str
+    target: int
+    line: int  # 1-based line of the MUTANT comment
+
+
+@dataclass
+class Region:
+    """One ``BEGIN TASK`` .. ``END TASK`` block of a file."""
+
+    task: str
+    path: str  # relative to the package's parent directory, e.g. tinyattn/nn/attention.py
+    begin: int  # index of the BEGIN line
+    end: int  # index of the END line
+    indent: str
+    stub: list[str] = field(default_factory=list)
+    mutants: list[Mutant] = field(default_factory=list)
+
+
+def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
+    """Find the regions of one file, or raise ``MarkerError``."""
+    regions: list[Region] = []
+    current: Region | None = None
+    pending_mutants: list[tuple[str, int]] = []
+    for i, line in enumerate(lines):
+        where = f"{rel}:{i + 1}"
+        if m := BEGIN.match(line):
+            if current is not None:
+                raise MarkerError(f"{where}: BEGIN TASK {m['id']} inside task {current.task} (nested markers)")
+            current = Region(m["id"], rel, i, -1, m["indent"])
+        elif END.match(line):
+            if current is None:
+                raise MarkerError(f"{where}: END TASK without BEGIN TASK")
+            if pending_mutants:
+                raise MarkerError(f"{rel}:{pending_mutants[0][1]}: MUTANT has no code line after it in its region")
+            current.end = i
+            if not any(not _is_comment(x) for x in lines[current.begin + 1 : i]):
+                raise MarkerError(f"{rel}:{current.begin + 1}: task {current.task} has no code")
+            regions.append(current)
+            current = None
+        elif m := STUB.match(line):
+            if current is None:
+                raise MarkerError(f"{where}: STUB outside a task region")
+            current.stub.append(m["code"])
+        elif m := MUTANT.match(line):
+            if current is None:
+                raise MarkerError(f"{where}: MUTANT outside a task region")
+            pending_mutants.append((m["code"], i + 1))
+        elif ANY_MARKER.search(line):
+            raise MarkerError(f"{where}: malformed task marker: {line.strip()!r}")
+        elif current is not None and pending_mutants and not _is_comment(line):
+            for code, at in pending_mutants:
+                current.mutants.append(Mutant(code, i, at))
+            pending_mutants = []
+    if current is not None:
+        raise MarkerError(f"{rel}:{current.begin + 1}: BEGIN TASK {current.task} is never closed by END TASK")
+    return regions
+
+
+def _is_comment(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
+
+
+def package_files(package_dir: str) -> dict[str, list[str]]:
+    """``rel path -> lines`` for every .py file of the package (``tinyattn/...``), homework tooling excluded."""
+    root = os.path.dirname(package_dir)
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(package_dir):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "homework"))
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8") as f:
+                    files[os.path.relpath(path, root)] = f.read().split("\n")
+    return files
+
+
+def find_regions(files: dict[str, list[str]]) -> dict[str, list[Region]]:
+    """``task id -> its regions`` over all files."""
+    tasks: dict[str, list[Region]] = {}
+    for rel, lines in files.items():
+        for region in parse_file(rel, rel, lines):
+            tasks.setdefault(region.task, []).append(region)
+    return tasks
+
+
+def _stub_lines(region: Region) -> list[str]:
+    ind = region.indent
+    if region.stub:
+        return [f"{ind}# TODO(task {region.task}): write this part"] + [f"{ind}{code}" for code in region.stub]
+    return [
+        f"{ind}# TODO(task {region.task}): write this part",
+        f'{ind}raise NotImplementedError("task {region.task}")',
+    ]
+
+
+def _reference_lines(lines: list[str], region: Region) -> list[str]:
+    return [x for x in lines[region.begin + 1 : region.end] if not STUB.match(x) and not MUTANT.match(x)]
+
+
+def rewrite(
+    lines: list[str], regions: list[Region], blank: set[str], mutant: Mutant | None = None
+) -> list[str]:
+    """One file's text with the tasks in ``blank`` stubbed, the rest as reference, markers removed.
+
+    With ``mutant``, the line it targets is replaced by the wrong code (same indentation).
+    """
+    out: list[str] = []
+    i = 0
+    by_begin = {r.begin: r for r in regions}
+    while i < len(lines):
+        region = by_begin.get(i)
+        if region is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        if region.task in blank:
+            out.extend(_stub_lines(region))
+        else:
+            for j in range(region.begin + 1, region.end):
+                if STUB.match(lines[j]) or MUTANT.match(lines[j]):
+                    continue
+                if mutant is not None and j == mutant.target:
+                    indent = lines[j][: len(lines[j]) - len(lines[j].lstrip())]
+                    out.append(indent + mutant.code)
+                else:
+                    out.append(lines[j])
+        i = region.end + 1
+    return out
+
+
+def write_package(
+    files: dict[str, list[str]],
+    tasks: dict[str, list[Region]],
+    dest_root: str,
+    blank: set[str],
+    mutant: Mutant | None = None,
+    mutant_path: str | None = None,
+) -> None:
+    """Write every file under ``dest_root`` (blanked, mutated as asked), refusing any that does not parse."""
+    regions_of: dict[str, list[Region]] = {}
+    for regions in tasks.values():
+        for r in regions:
+            regions_of.setdefault(r.path, []).append(r)
+    for rel, lines in files.items():
+        text = "\n".join(
+            rewrite(lines, regions_of.get(rel, []), blank, mutant if rel == mutant_path else None)
+        )
+        try:
+            ast.parse(text, filename=rel)
+        except SyntaxError as err:
+            raise MarkerError(f"{rel}: the rewritten file does not parse: {err}") from None
+        path = os.path.join(dest_root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def fill_task(student_file: str, region: Region, reference_lines: list[str]) -> bool:
+    """Put the reference code of ``region`` back in place of its stub in a student file; True if found."""
+    with open(student_file, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    todo = f"{region.indent}# TODO(task {region.task}): write this part"
+    if todo not in lines:
+        return False
+    start = lines.index(todo)
+    stub_len = len(_stub_lines(region))
+    lines[start : start + stub_len] = _reference_lines(reference_lines, region)
+    with open(student_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    return True
