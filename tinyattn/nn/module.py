@@ -54,6 +54,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``module(x)`` runs ``module.forward(x)``."""
         return self.forward(*args, **kwargs)
 
     # -- walking the tree ------------------------------------------------------

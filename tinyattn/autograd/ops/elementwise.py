@@ -34,11 +34,13 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = a + b``."""
         _save_operands(ctx, "add", a, b)
         return a + b
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        """Backward: ``da = g``, ``db = g`` (each unbroadcast)."""
         return unbroadcast(g, *ctx.a_meta), unbroadcast(g, *ctx.b_meta)
 
 
@@ -50,11 +52,13 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = a - b``."""
         _save_operands(ctx, "sub", a, b)
         return a - b
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        """Backward: ``da = g``, ``db = -g``."""
         return unbroadcast(g, *ctx.a_meta), unbroadcast(-g, *ctx.b_meta)
 
 
@@ -66,6 +70,7 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = a * b``."""
         _save_operands(ctx, "mul", a, b)
         # keep each operand only if the *other* one needs a gradient (x * scalar keeps nothing big)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
@@ -73,6 +78,7 @@ class Mul(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        """Backward: ``da = g * b``, ``db = g * a``."""
         a, b = ctx.saved_tensors
         da = unbroadcast(g * b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
         db = unbroadcast(g * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
@@ -87,12 +93,14 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = a / b``."""
         _save_operands(ctx, "div", a, b)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a / b
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        """Backward: ``da = g / b``, ``db = -g * a / b**2``."""
         a, b = ctx.saved_tensors
         da = unbroadcast(g / b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
         db = unbroadcast(-g * a / (b * b), *ctx.b_meta) if ctx.needs_input_grad[1] else None
@@ -107,6 +115,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = a ** b``."""
         _save_operands(ctx, "pow", a, b)
         out = np.power(a, b)
         ctx.save_for_backward(a, b, out)
@@ -114,6 +123,7 @@ class Pow(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
+        """Backward: ``da = g * b * a**(b-1)``, ``db = g * out * log(a)``."""
         a, b, out = ctx.saved_tensors
         da = unbroadcast(g * b * np.power(a, b - 1), *ctx.a_meta) if ctx.needs_input_grad[0] else None
         db = unbroadcast(g * out * np.log(a), *ctx.b_meta) if ctx.needs_input_grad[1] else None
@@ -128,10 +138,12 @@ class Neg(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = -x``."""
         return -x
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = -g``."""
         return (-g,)
 
 
@@ -143,12 +155,14 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = exp(x)``."""
         out = np.exp(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * out``."""
         (out,) = ctx.saved_tensors
         return (g * out,)
 
@@ -161,11 +175,13 @@ class Log(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = log(x)``."""
         ctx.save_for_backward(x)
         return np.log(x)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g / x``."""
         (x,) = ctx.saved_tensors
         return (g / x,)
 
@@ -178,12 +194,14 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = sqrt(x)``."""
         out = np.sqrt(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g / (2 * out)``."""
         (out,) = ctx.saved_tensors
         return (g / (2 * out),)
 
@@ -196,12 +214,14 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = tanh(x)``."""
         out = np.tanh(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * (1 - out**2)``."""
         (out,) = ctx.saved_tensors
         return (g * (1 - out * out),)
 
@@ -214,11 +234,13 @@ class ReLU(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = max(x, 0)``."""
         ctx.save_for_backward(x > 0)
         return np.maximum(x, 0)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * (x > 0)``."""
         (positive,) = ctx.saved_tensors
         return (g * positive,)
 
@@ -231,6 +253,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = 1 / (1 + exp(-x))``."""
         # exp of a non-positive number only, so neither branch overflows
         e = np.exp(-np.abs(x))
         out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
@@ -239,6 +262,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * out * (1 - out)``."""
         (out,) = ctx.saved_tensors
         return (g * out * (1 - out),)
 
@@ -251,11 +275,13 @@ class Abs(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        """Forward: ``out = |x|``."""
         ctx.save_for_backward(x)
         return np.abs(x)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * sign(x)`` (0 at x = 0, as torch)."""
         (x,) = ctx.saved_tensors
         return (g * np.sign(x),)
 
@@ -268,11 +294,13 @@ class Cast(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
+        """Forward: ``out = x.astype(dtype)``."""
         ctx.in_dtype = x.dtype
         return x.astype(dtype)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g.astype(x.dtype)``."""
         return (g.astype(ctx.in_dtype),)
 
 
@@ -291,6 +319,7 @@ class MaskedFill(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
+        """Forward: ``out = where(mask, value, x)``."""
         mask = _bool_mask("masked_fill", mask)
         if broadcast_shapes("masked_fill", x.shape, mask.shape) != x.shape:
             raise ValueError(
@@ -302,6 +331,7 @@ class MaskedFill(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, None]:
+        """Backward: ``dx = where(mask, 0, g)``."""
         (mask,) = ctx.saved_tensors
         return np.where(mask, 0, g).astype(g.dtype, copy=False), None
 
@@ -314,6 +344,7 @@ class Where(Function):
 
     @staticmethod
     def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
+        """Forward: ``out = where(cond, a, b)``."""
         cond = _bool_mask("where", cond)
         ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
         broadcast_shapes("where", cond.shape, ctx.a_meta[0], ctx.b_meta[0])
@@ -322,6 +353,7 @@ class Where(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[None, Any, Any]:
+        """Backward: ``da = where(cond, g, 0)``, ``db = where(cond, 0, g)``."""
         (cond,) = ctx.saved_tensors
         zero = np.zeros((), dtype=g.dtype)
         da = unbroadcast(np.where(cond, g, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
@@ -348,6 +380,7 @@ class GELU(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
+        """Forward: ``out = x * Phi(x)``, ``Phi`` the standard normal CDF."""
         if approximate == "none":
             cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
             dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
@@ -363,5 +396,6 @@ class GELU(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * (Phi(x) + x * phi(x))``."""
         x, cdf, dcdf = ctx.saved_tensors
         return (g * (cdf + x * dcdf),)

@@ -21,6 +21,7 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Forward: ``C = A @ B``."""
         a, b = np.asarray(a), np.asarray(b)
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
@@ -35,6 +36,7 @@ class MatMul(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Backward: ``dA = dC @ B^T``,  ``dB = A^T @ dC``."""
         a, b = ctx.saved_tensors
         a2 = a[None, :] if a.ndim == 1 else a  # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b  # (..., k, m)
@@ -81,6 +83,7 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+        """Forward: ``Y = X W^T + b``."""
         if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
             raise ValueError(
                 f"linear: input of shape {x.shape} does not fit weight of shape {w.shape} "
@@ -100,6 +103,7 @@ class Linear(Function):
 
     @staticmethod
     def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """Backward: ``dX = dY W``,  ``dW = dY^T X``,  ``db = sum(dY)`` over all but the last dim."""
         x, w = ctx.saved_tensors
         out_features, in_features = w.shape
         dx = dy @ w if ctx.needs_input_grad[0] else None  # (..., out) @ (out, in) -> (..., in)

@@ -24,12 +24,14 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        """Forward: ``out = sum(x, dim)``."""
         ctx.dims = normalize_dims("sum", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
         return np.sum(x, axis=ctx.dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g`` copied along the summed dims."""
         return (_expand_back(g, ctx.dims, ctx.keepdim, ctx.shape),)
 
 
@@ -41,6 +43,7 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        """Forward: ``out = sum(x, dim) / N``."""
         ctx.dims = normalize_dims("mean", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
         ctx.count = int(np.prod([x.shape[d] for d in ctx.dims]))
@@ -48,6 +51,7 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g / N`` copied along the reduced dims."""
         return (_expand_back(g / ctx.count, ctx.dims, ctx.keepdim, ctx.shape),)
 
 
@@ -63,6 +67,7 @@ class Amax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        """Forward: ``out = max(x, dim)``."""
         if x.size == 0:
             raise ValueError(f"amax: cannot reduce an empty tensor of shape {x.shape}")
         ctx.dims = normalize_dims("amax", dim, x.ndim)
@@ -73,6 +78,7 @@ class Amax(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g * (x == out) / (number of ties)``."""
         (is_max,) = ctx.saved_tensors
         ties = is_max.sum(axis=ctx.dims, keepdims=True)
         g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
@@ -89,6 +95,7 @@ class Var(Function):
     def forward(
         ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool, correction: int
     ) -> np.ndarray:
+        """Forward: ``out = sum((x - mean)^2, dim) / (N - correction)``."""
         dims = normalize_dims("var", dim, x.ndim)
         count = int(np.prod([x.shape[d] for d in dims]))
         centered = x - np.mean(x, axis=dims, keepdims=True)
@@ -98,6 +105,7 @@ class Var(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = 2 (x - mean) g / (N - correction)``."""
         (centered,) = ctx.saved_tensors
         g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
         return (2 * centered * g / ctx.denom,)

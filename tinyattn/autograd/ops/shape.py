@@ -22,6 +22,7 @@ class Reshape(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
+        """Forward: ``out = x.reshape(shape)``."""
         ctx.shape = x.shape
         try:
             return x.reshape(shape)
@@ -32,6 +33,7 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g.reshape(x.shape)``."""
         # BEGIN TASK shape_backward
         # MUTANT: return (g.T.reshape(ctx.shape),)
         return (g.reshape(ctx.shape),)
@@ -46,11 +48,13 @@ class Transpose(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
+        """Forward: ``out = swapaxes(x, dim0, dim1)``."""
         ctx.dims = normalize_dim("transpose", dim0, x.ndim), normalize_dim("transpose", dim1, x.ndim)
         return np.swapaxes(x, *ctx.dims)
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = swapaxes(g, dim0, dim1)``."""
         # BEGIN TASK shape_backward
         # MUTANT: return (g.reshape(np.swapaxes(g, *ctx.dims).shape),)
         return (np.swapaxes(g, *ctx.dims),)
@@ -65,6 +69,7 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
+        """Forward: ``out = transpose(x, dims)``."""
         perm = tuple(normalize_dim("permute", d, x.ndim) for d in dims)
         if sorted(perm) != list(range(x.ndim)):
             raise ValueError(
@@ -75,6 +80,7 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = transpose(g, argsort(dims))``."""
         return (np.transpose(g, ctx.inverse),)
 
 
@@ -86,11 +92,13 @@ class Unsqueeze(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        """Forward: ``out = expand_dims(x, dim)``."""
         ctx.shape = x.shape
         return np.expand_dims(x, normalize_dim("unsqueeze", dim, x.ndim + 1))
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g.reshape(x.shape)``."""
         return (g.reshape(ctx.shape),)
 
 
@@ -102,6 +110,7 @@ class Squeeze(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
+        """Forward: ``out = x`` without size-1 dims."""
         ctx.shape = x.shape
         if dim is None:
             return np.squeeze(x)
@@ -110,6 +119,7 @@ class Squeeze(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = g.reshape(x.shape)``."""
         return (g.reshape(ctx.shape),)
 
 
@@ -121,6 +131,7 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
+        """Forward: ``out = broadcast_to(x, sizes)``."""
         lead = len(sizes) - x.ndim
         if lead < 0:
             raise ValueError(f"expand: cannot expand shape {x.shape} to fewer dims {tuple(sizes)}")
@@ -136,6 +147,7 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = unbroadcast(g, x.shape)``."""
         return (unbroadcast(g, ctx.shape, ctx.dtype),)
 
 
@@ -168,6 +180,7 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
+        """Forward: ``out = x[index]``."""
         index = _plain_index(index)
         ctx.index, ctx.shape, ctx.dtype = index, x.shape, x.dtype
         try:
@@ -177,6 +190,7 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dx = zeros_like(x)`` with ``g`` added back at ``index``."""
         dx = np.zeros(ctx.shape, dtype=ctx.dtype)
         if _is_basic(ctx.index):
             dx[ctx.index] = g
@@ -193,6 +207,7 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
+        """Forward: ``out = concatenate(xs, dim)``."""
         if not xs:
             raise ValueError("cat: expected a non-empty sequence of tensors")
         d = normalize_dim("cat", dim, xs[0].ndim)
@@ -207,6 +222,7 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Backward: ``dx_i = g`` sliced back to ``x_i``'s part."""
         return tuple(np.split(g, ctx.bounds, axis=ctx.dim))
 
 
@@ -218,6 +234,7 @@ class Stack(Function):
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
+        """Forward: ``out = stack(xs, dim)``."""
         if not xs:
             raise ValueError("stack: expected a non-empty sequence of tensors")
         for i, x in enumerate(xs):
@@ -228,6 +245,7 @@ class Stack(Function):
 
     @staticmethod
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Backward: ``dx_i = g`` indexed at ``i`` along ``dim``."""
         return tuple(np.moveaxis(g, ctx.dim, 0))
 
 

@@ -22,6 +22,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        """Forward: ``Y = exp(X) / sum(exp(X), dim)``."""
         d = normalize_dim("softmax", dim, x.ndim)
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
@@ -35,6 +36,7 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dX = Y * (dY - sum(dY * Y, dim))``."""
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
         # MUTANT: return (y * dy,)
@@ -51,6 +53,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
+        """Forward: ``Y = X - log(sum(exp(X), dim))``."""
         d = normalize_dim("log_softmax", dim, x.ndim)
         shifted = x - np.max(x, axis=d, keepdims=True)
         y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
@@ -60,6 +63,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
+        """Backward: ``dX = dY - exp(Y) * sum(dY, dim)``."""
         # BEGIN TASK log_softmax_backward
         (y,) = ctx.saved_tensors
         # MUTANT: return (dy - np.exp(y) * dy,)
