@@ -140,11 +140,15 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
                     subject = f"{task}: {region.path}:{mutant.line}"
                     jobs.append(("4. mutant killed", subject, set(), mutant, region.path, own, "some fail"))
 
-        def run(index: int, job: tuple) -> tuple[str, str, str, bool]:
-            label, subject, blank, mutant, mutant_path, job_tests, expect = job
-            root = os.path.join(tmp, f"variant{index}")
-            write_package(files, regions, root, blank=blank, mutant=mutant, mutant_path=mutant_path)
-            outcomes = _outcomes_in(root, job_tests, reference, timeout)
+        # Write every variant first, in this thread: ast.parse is not safe to call from several threads.
+        roots = []
+        for index, (_, _, blank, mutant, mutant_path, _, _) in enumerate(jobs):
+            roots.append(os.path.join(tmp, f"variant{index}"))
+            write_package(files, regions, roots[-1], blank=blank, mutant=mutant, mutant_path=mutant_path)
+
+        def run(index: int) -> tuple[str, str, str, bool]:
+            label, subject, _, mutant, _, job_tests, expect = jobs[index]
+            outcomes = _outcomes_in(roots[index], job_tests, reference, timeout)
             passed = [n for n, o in outcomes.items() if o.passed]
             failed = [n for n, o in outcomes.items() if not o.passed]
             if expect == "all pass":
@@ -159,8 +163,8 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
                     detail += f"  [{mutant.code.strip()}]"
             return label, subject, detail, ok
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            rows = list(pool.map(lambda ij: run(*ij), enumerate(jobs)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # the test runs are subprocesses
+            rows = list(pool.map(run, range(len(jobs))))
     width = max(len(r[1]) for r in rows)
     lines = [f"{'check':<24} {'subject':<{width}}  {'result':<6} detail", "-" * (width + 60)]
     for label, subject, detail, ok in rows:
