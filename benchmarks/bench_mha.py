@@ -63,7 +63,7 @@ def floor_fwd_bwd(x, w_in, b_in, w_out, b_out, h, dy):
     return y, dx, dw_in, db_in, dw_out, db_out
 
 
-def make_runners(B, n, E, h, seed=0, with_torch=True):
+def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
     rng = np.random.default_rng(seed)
     x_np = rng.standard_normal((B, n, E)).astype(np.float32)
     dy_np = rng.standard_normal((B, n, E)).astype(np.float32)
@@ -91,6 +91,8 @@ def make_runners(B, n, E, h, seed=0, with_torch=True):
         import torch
     except ImportError:
         return runners
+    if torch_threads:
+        torch.set_num_threads(torch_threads)
     tm = torch.nn.MultiheadAttention(E, h, batch_first=True)
     tm.load_state_dict({k: torch.tensor(v) for k, v in mha.state_dict().items()})
     dy_t = torch.tensor(dy_np)
@@ -114,8 +116,8 @@ def peak_memory(fn):
     return peak
 
 
-def bench(B, n, E, h, budget, with_torch):
-    runners = make_runners(B, n, E, h, with_torch=with_torch)
+def bench(B, n, E, h, budget, with_torch, torch_threads):
+    runners = make_runners(B, n, E, h, with_torch=with_torch, torch_threads=torch_threads)
     # all implementations compute the same thing
     ref = runners["numpy floor"]()
     for name, fn in runners.items():
@@ -140,6 +142,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short time budget per size")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out even if it is installed")
+    parser.add_argument(
+        "--torch-threads", type=int, default=0,
+        help="torch.set_num_threads(N); torch's thread pool, idle or not, slows NumPy's BLAS in the same process",
+    )
     args = parser.parse_args()
     budget = 0.5 if args.quick else 4.0
     print(f"numpy {np.__version__}; float32, batch_first self-attention, need_weights=False; median fwd+bwd times\n")
@@ -148,7 +154,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for B, n, E, h in SIZES:
-        med, mem, rounds = bench(B, n, E, h, budget, not args.no_torch)
+        med, mem, rounds = bench(B, n, E, h, budget, not args.no_torch, args.torch_threads)
         t_ta, t_fl, t_to = med["tinyattn"], med["numpy floor"], med.get("torch")
         to = f"{t_to * 1e3:8.3f}ms" if t_to else f"{'-':>10}"
         ratio_torch = f"{t_ta / t_to:8.2f}" if t_to else f"{'-':>8}"
