@@ -48,6 +48,7 @@ CASES = {
     "softmax": ([(2, 3, 4)], lambda a: a.softmax(dim=1)),
     "log_softmax": ([(2, 3, 4)], lambda a: a.log_softmax(dim=-1)),
     "softmax_huge": ([(2, 5)], lambda a: (a * 1000.0).softmax(dim=-1)),
+    "cast": ([(3, 4)], lambda a: (a.float() * 3.0).double() * a),
     "split_chunk": ([(5, 4)], lambda a: a.split(2)[1] * a.chunk(2, dim=1)[0][:2].sum(dim=1, keepdim=True)),
 }
 
