@@ -9,6 +9,9 @@ A Function has two static methods side by side::
 on and some input requires grad, records a ``Node`` so the engine can later call
 ``backward``. This file also holds the small helpers every op shares:
 ``unbroadcast`` (the one place broadcasting is undone) and the argument checks.
+
+Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
+students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations

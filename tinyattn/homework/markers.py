@@ -29,7 +29,7 @@ BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN TASK (?P<id>[a-z][a-z0-9_]*)\s*$")
 END = re.compile(r"^\s*# END TASK\s*$")
 STUB = re.compile(r"^\s*# STUB: (?P<code>.*)$")
 MUTANT = re.compile(r"^\s*# MUTANT: (?P<code>.*)$")
-ANY_MARKER = re.compile(r"#\s*(BEGIN TASK|END TASK|STUB:|MUTANT:)")
+ANY_MARKER = re.compile(r"^\s*#\s*(BEGIN TASK|END TASK|STUB:|MUTANT:)")
 
 
 class MarkerError(ValueError):

@@ -17,6 +17,9 @@ all-zero attention weights, so every head's output for it is zero and
 ``attn_output`` there is just ``out_proj.bias``; nothing is NaN, in the forward
 or in any gradient. (torch returns NaN there and spreads it into the weight
 gradients.)
+
+Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
+students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ Attention masks come in two polarities, exactly as in PyTorch:
   True where attention is **masked out**.
 
 A float mask is always *added* to the scores (``-inf`` blocks a key).
+
+Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
+students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations

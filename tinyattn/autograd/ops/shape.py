@@ -2,6 +2,9 @@
 
 Their backward applies the inverse movement to the gradient: reshape it back,
 transpose it back, scatter it back to where the elements came from.
+
+Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
+students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Softmax and log-softmax, each one fused op with its backward written out.
 
 Both subtract the row maximum before ``exp`` so huge logits do not overflow.
+
+Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
+students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations
