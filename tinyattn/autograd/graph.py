@@ -18,7 +18,7 @@ NodeKey = tuple[str, Any]  # ("leaf", name) or ("step", index)
 
 
 def graph_of(trace: Trace) -> tuple[dict[NodeKey, dict[str, Any]], list[tuple[NodeKey, NodeKey, tuple[int, ...]]]]:
-    """``(nodes, edges)``: node key -> {name, op, shape, depth}; edges (source, target, gradient shape)."""
+    """``(nodes, edges)``: node key -> {name, op, shape, depth, inputs}; edges (source, target, gradient shape)."""
     nodes: dict[NodeKey, dict[str, Any]] = {}
     edges = []
     for step in trace:
@@ -41,12 +41,14 @@ def graph_of(trace: Trace) -> tuple[dict[NodeKey, dict[str, Any]], list[tuple[No
     for key, node in nodes.items():
         # a leaf sits just before its first use (W^O next to the output projection, not beside X)
         node["depth"] = depth[key] if key in depth else min(consumer_depths[key]) - 1
+        node["inputs"] = inputs_of[key]
     return nodes, edges
 
 
-def resolve_groups(trace: Trace, groups: dict[str, str]) -> dict[NodeKey, str]:
+def resolve_groups(
+    nodes: dict[NodeKey, dict[str, Any]], edges: list[tuple[NodeKey, NodeKey, Any]], groups: dict[str, str]
+) -> dict[NodeKey, str]:
     """Group of every node: its own name's, else that of the first named node it feeds (downstream)."""
-    nodes, edges = graph_of(trace)
     consumers: dict[NodeKey, list[NodeKey]] = defaultdict(list)
     for src, dst, _ in edges:
         consumers[src].append(dst)
@@ -69,7 +71,7 @@ def to_dot(trace: Trace, groups: dict[str, str] | None = None) -> str:
     ids = {key: f"n{i}" for i, key in enumerate(nodes)}
     lines = ["digraph backward {", "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];']
     by_group: dict[str, list[NodeKey]] = defaultdict(list)
-    resolved = resolve_groups(trace, groups or {})
+    resolved = resolve_groups(nodes, edges, groups or {})
     for key in nodes:
         by_group[resolved.get(key, "")].append(key)
     for gi, (group, keys) in enumerate(by_group.items()):
@@ -102,10 +104,7 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
     for key, n in nodes.items():
         columns[n["depth"]].append(key)
     # order each column by the mean row of its inputs, to keep edges short
-    inputs_of: dict[NodeKey, list[NodeKey]] = defaultdict(list)
-    for src, dst, _ in edges:
-        inputs_of[dst].append(src)
-    resolved = resolve_groups(trace, groups or {})
+    resolved = resolve_groups(nodes, edges, groups or {})
     group_order = {g: i for i, g in enumerate(dict.fromkeys(resolved.values()))}
     row: dict[NodeKey, float] = {}
     for d in sorted(columns):
@@ -114,7 +113,7 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
         col.sort(
             key=lambda k: (
                 group_order.get(resolved.get(k, ""), -1),
-                sum(row.get(s, 0.0) for s in inputs_of[k]) / max(len(inputs_of[k]), 1),
+                sum(row.get(s, 0.0) for s in nodes[k]["inputs"]) / max(len(nodes[k]["inputs"]), 1),
             )
         )
         for i, key in enumerate(col):

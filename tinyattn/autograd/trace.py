@@ -69,16 +69,9 @@ class Step:
 class Trace(list):
     """The recorded steps, output first; printable as a walkthrough or as a table."""
 
-    def __init__(self, steps: list[Step], leaves: dict[str, Tensor]) -> None:
-        super().__init__(steps)
-        self.leaves = leaves  # name -> leaf tensor that received a gradient
-
     def gradient_of(self, name: str) -> np.ndarray:
         """The total gradient that reached the tensor called ``name`` (summed over its uses)."""
         parts = [g.array for step in self for g in step.grads if g.name == name]
-        for step in self:
-            if step.output == name:
-                return step_grad_output(step, self)
         if not parts:
             raise KeyError(f"trace: no gradient reached a tensor named {name!r}")
         return sum(parts[1:], parts[0])
@@ -101,12 +94,6 @@ class Trace(list):
 
     def __str__(self) -> str:
         return "\n\n".join(str(s) for s in self)
-
-
-def step_grad_output(step: Step, steps: Trace) -> np.ndarray:
-    """The full gradient that arrived at ``step`` (the sum of what its consumers sent)."""
-    parts = [g.array for s in steps for g in s.grads if g.source_step == step.index]
-    return sum(parts[1:], parts[0])
 
 
 def _fmt_shape(shape: tuple[int, ...]) -> str:
@@ -181,7 +168,6 @@ def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -
     steps: list[Step] = []
     step_of_node: dict[int, int] = {}
     pending: list[tuple[InputGrad, Node]] = []  # gradients whose source step is not recorded yet
-    leaves: dict[str, Tensor] = {}
     root_name = name_of(output._grad_fn) if output._grad_fn is not None else name_of(output)
 
     def hook(node: Node, grad_output: np.ndarray, input_grads: Any) -> None:
@@ -210,8 +196,6 @@ def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -
             grads.append(g)
             if isinstance(edge, Node):
                 pending.append((g, edge))
-            else:
-                leaves[labels[position]] = edge
         steps.append(
             Step(
                 index=index,
@@ -231,4 +215,4 @@ def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -
     run_backward(output, _root_gradient(output, gradient), retain_graph=retain_graph, hook=hook)
     for g, node in pending:
         g.source_step = step_of_node.get(id(node))
-    return Trace(steps, leaves)
+    return Trace(steps)
