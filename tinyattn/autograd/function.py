@@ -185,6 +185,14 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         raise ValueError(f"{op}: shapes {listed} cannot be broadcast together") from None
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True if an array of ``shape`` broadcasts to exactly ``target`` (as a mask or ``expand`` needs)."""
+    try:
+        return tuple(np.broadcast_shapes(shape, target)) == tuple(target)
+    except ValueError:
+        return False
+
+
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """Turn a possibly negative ``dim`` into an index in ``[0, ndim)``, or raise."""
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):

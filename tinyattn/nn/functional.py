@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor, default_generator, tensor
+from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELU, ReLU
 from ..autograd.ops.matmul import Linear as LinearOp
 
@@ -223,13 +224,11 @@ def scaled_dot_product_attention(
         attn_mask = np.tril(np.ones((L, S), dtype=bool))
     if attn_mask is not None:
         mask = additive_mask(attn_mask, "scaled_dot_product_attention: attn_mask", query.dtype, true_means="attend")
-        try:
-            np.broadcast_shapes(mask.shape, query.shape[:-2] + (L, S))
-        except ValueError:
+        if not broadcasts_to(mask.shape, query.shape[:-2] + (L, S)):
             raise ValueError(
                 f"scaled_dot_product_attention: attn_mask of shape {mask.shape} does not broadcast to "
                 f"the scores' shape {query.shape[:-2] + (L, S)}"
-            ) from None
+            )
     out, _ = attention(query, key, value, mask, dropout_p, scale)
     return out
 

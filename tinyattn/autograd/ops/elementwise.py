@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..function import Context, Function, broadcast_shapes, unbroadcast
+from ..function import Context, Function, broadcast_shapes, broadcasts_to, unbroadcast
 from ..tensor import Tensor
 
 
@@ -321,7 +321,7 @@ class MaskedFill(Function):
     def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
         """Forward: ``out = where(mask, value, x)``."""
         mask = _bool_mask("masked_fill", mask)
-        if broadcast_shapes("masked_fill", x.shape, mask.shape) != x.shape:
+        if not broadcasts_to(mask.shape, x.shape):
             raise ValueError(
                 f"masked_fill: mask of shape {mask.shape} does not broadcast to the "
                 f"tensor's shape {x.shape}"

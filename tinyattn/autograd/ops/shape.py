@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..function import Context, Function, normalize_dim, unbroadcast
+from ..function import Context, Function, broadcasts_to, normalize_dim, unbroadcast
 from ..tensor import Tensor
 
 
@@ -139,11 +139,7 @@ class Expand(Function):
         if lead < 0:
             raise ValueError(f"expand: cannot expand shape {x.shape} to fewer dims {tuple(sizes)}")
         target = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
-        try:
-            fits = np.broadcast_shapes(x.shape, target) == target
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(x.shape, target):
             raise ValueError(f"expand: cannot expand shape {x.shape} to {tuple(sizes)}")
         ctx.shape, ctx.dtype = x.shape, x.dtype
         return np.broadcast_to(x, target)
