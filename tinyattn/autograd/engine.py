@@ -117,9 +117,7 @@ def run_backward(
         for position, (edge, ig) in enumerate(zip(node.edges, input_grads)):
             if edge is None or ig is None:
                 continue
-            shape, dtype = node.input_meta[position]
-            if type(ig) is not np.ndarray or ig.shape != shape or ig.dtype != dtype:
-                ig = _check_gradient(node, position, ig)
+            ig = _check_gradient(node, position, ig)
             if type(edge) is Node:
                 key = id(edge)
                 grads[key] = grads[key] + ig if key in grads else ig

@@ -107,12 +107,6 @@ def solve(student_dir: str, tasks: list[str]) -> None:
                 raise MarkerError(f"solve: no stub for task {task} in {region.path}")
 
 
-def _outcomes_in(
-    package_root: str, tests: list[GradedTest], reference: str, timeout: float
-) -> dict[str, Outcome]:
-    return run_tests(package_root, TESTS_DIR, tests, reference_values=reference, timeout=timeout)
-
-
 def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int = 2) -> tuple[bool, str]:
     """The self-check: are the reference, the blanks and the mutants each caught as they should be?
 
@@ -148,7 +142,7 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
 
         def run(index: int) -> tuple[str, str, str, bool]:
             label, subject, _, mutant, _, job_tests, expect = jobs[index]
-            outcomes = _outcomes_in(roots[index], job_tests, reference, timeout)
+            outcomes = run_tests(roots[index], TESTS_DIR, job_tests, reference_values=reference, timeout=timeout)
             passed = [n for n, o in outcomes.items() if o.passed]
             failed = [n for n, o in outcomes.items() if not o.passed]
             if expect == "all pass":
