@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tinyattn import explain
+from tinyattn.explain import mha as explain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -31,7 +31,7 @@ def test_first_lines_give_the_two_commands_and_ci_runs_the_test_one():
 
 
 def test_explainer_excerpt_is_real_output():
-    from tinyattn import explain
+    from tinyattn.explain import mha as explain
 
     text = readme().split("## See the gradients flow")[1].split("```text\n")[1].split("```")[0]
     output = explain.walkthrough(explain.parser().parse_args([]))

@@ -1,9 +1,10 @@
 """tinyattn.autograd: tensors, the ops, the backward engine, and gradcheck.
 
-Import order matters: ``tensor`` first (the ops it uses import it back).
+Layers, each importing only those below it: ``function`` (Function, Node, the
+shared helpers) < ``ops`` (Functions on arrays) < ``tensor`` (Tensor, which runs
+them) < ``engine`` (backward) < ``gradcheck`` and the explainer's ``trace``.
 """
 
-from .tensor import Tensor  # noqa: I001  (must come first)
 from .creation import (
     arange,
     bool_,
@@ -19,16 +20,16 @@ from .creation import (
     zeros,
 )
 from .engine import backward, grad
-from .function import Context, Function, Node, unbroadcast
+from .function import Context, Function, LeafNode, Node, unbroadcast
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck
-from .ops.elementwise import where
-from .ops.shape import cat, chunk, split, stack
+from .tensor import Tensor, cat, chunk, split, stack, where
 
 __all__ = [
     "Context",
     "Function",
     "GradcheckError",
+    "LeafNode",
     "Node",
     "Tensor",
     "arange",

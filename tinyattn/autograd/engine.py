@@ -1,25 +1,32 @@
-"""The backward pass: walk the graph from the output to the leaves, applying each op's backward.
+"""The backward pass: the chain rule, applied node by node from the output to the leaves.
 
-1. Collect the nodes behind the output in topological order (an explicit stack,
-   no recursion, so a chain of 10,000 ops is fine).
-2. Visit them output-first. A node's output gradient is complete once every
-   node that used its output has been visited, which topological order
-   guarantees. Its ``backward`` turns that gradient into one gradient per
-   input; each is added to the running total of the node (or leaf) it came from.
-3. Leaves receive their total in ``.grad`` (added to what was there).
+``propagate`` is the whole algorithm:
+
+1. Order the nodes behind the output so that each comes before every node that
+   produced one of its inputs (an explicit stack, no recursion, so a chain of
+   10,000 ops is fine).
+2. Visit them in that order. A node's output gradient is complete once every
+   node that used its output has been visited, which that order guarantees.
+   Its ``backward`` turns that gradient into one gradient per input, and each
+   is added to the running total of the node it flows into.
+
+Leaves are nodes too (``LeafNode``, with no inputs), so the loop never asks what
+kind of node it holds. ``backward`` and ``grad`` are thin layers over it: the
+first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
+``.grad``, the second returns the gradients reaching the tensors asked for.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from .function import Node
-from .tensor import Tensor
+from .grad_mode import active_recorder
 
-# Called as hook(node, grad_output, input_grads) after each backward (the explainer uses it).
-BackwardHook = Callable[[Node, np.ndarray, Sequence[Any]], None]
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 def _released_error(node: Node) -> RuntimeError:
@@ -47,90 +54,29 @@ def topological_order(root: Node) -> list[Node]:
         visited.add(id(node))
         stack.append((node, True))
         for edge in node.edges:
-            if type(edge) is Node and id(edge) not in visited:
+            if edge is not None and id(edge) not in visited:
                 stack.append((edge, False))
     order.reverse()  # output first
     return order
 
 
-def _check_gradient(node: Node, position: int, grad: Any) -> np.ndarray:
-    """The engine's guard: each gradient must match its input's shape and dtype."""
-    shape, dtype = node.input_meta[position]
-    if not isinstance(grad, np.ndarray):
-        grad = np.asarray(grad)
-    if grad.shape != shape or grad.dtype != dtype:
-        raise RuntimeError(
-            f"{node.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-            f"for input {position}, which has shape {shape} and dtype {dtype}"
-        )
-    return grad
-
-
-def run_backward(
-    root: Tensor,
-    grad_root: np.ndarray,
-    *,
-    retain_graph: bool = False,
-    accumulate: bool = True,
-    capture: Sequence[Tensor] = (),
-    hook: BackwardHook | None = None,
-) -> list[np.ndarray | None]:
-    """Backpropagate ``grad_root`` from ``root``; return the gradients of the ``capture`` tensors.
-
-    With ``accumulate`` (``Tensor.backward``), leaves and ``retain_grad()``
-    tensors get their gradient added to ``.grad``; without it (``grad()``), no
-    ``.grad`` is touched and only ``capture``'s gradients are returned.
-    """
-    wanted = {id(t) for t in capture}
-    captured: dict[int, np.ndarray] = {}
-    leaf_grads: dict[int, tuple[Tensor, np.ndarray]] = {}
-
-    def reach_leaf(leaf: Tensor, g: np.ndarray) -> None:
-        key = id(leaf)
-        leaf_grads[key] = (leaf, leaf_grads[key][1] + g if key in leaf_grads else g)
-
-    if root._grad_fn is None:  # backward() on a leaf itself
-        reach_leaf(root, grad_root)
-        order: list[Node] = []
-    else:
-        order = topological_order(root._grad_fn)
-    grads: dict[int, np.ndarray] = {id(root._grad_fn): grad_root}
-    for node in order:
-        g = grads.pop(id(node), None)
-        if g is None:
+def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool = False) -> Iterator[tuple[Node, np.ndarray]]:
+    """Yield every node behind ``root`` with its complete output gradient, then run its backward."""
+    grads: dict[Node, np.ndarray] = {root: grad_root}  # node -> dL/d(its output), summed over uses
+    for node in topological_order(root):
+        grad_output = grads.pop(node, None)
+        if grad_output is None:  # every path from the output to this node carried a None gradient
             continue
-        out = node.output()  # the tensor this node made, if anyone still holds it
-        if out is not None:
-            if id(out) in wanted:
-                captured[id(out)] = g
-            if accumulate and out._retains_grad:
-                out.grad = g.copy() if out.grad is None else out.grad + g
-        input_grads = node.fn.backward(node.ctx, g)
-        if not isinstance(input_grads, tuple):
-            input_grads = (input_grads,)
-        if len(input_grads) != len(node.edges):
-            raise RuntimeError(
-                f"{node.name}.backward returned {len(input_grads)} gradients for {len(node.edges)} inputs"
-            )
-        if hook is not None:
-            hook(node, g, input_grads)
-        for position, (edge, ig) in enumerate(zip(node.edges, input_grads)):
-            if edge is None or ig is None:
-                continue
-            ig = _check_gradient(node, position, ig)
-            if type(edge) is Node:
-                key = id(edge)
-                grads[key] = grads[key] + ig if key in grads else ig
-            else:
-                reach_leaf(edge, ig)
+        yield node, grad_output
+        grad_inputs = node.backward(grad_output)
+        recorder = active_recorder()
+        if recorder is not None:
+            recorder.backward(node, grad_output, grad_inputs)
+        for edge, grad_input in zip(node.edges, grad_inputs):
+            if grad_input is not None:  # (None also where the edge is None)
+                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
         if not retain_graph:
             node.release()
-    for key, (leaf, g) in leaf_grads.items():
-        if key in wanted:
-            captured[key] = g
-        if accumulate:
-            leaf.grad = g.copy() if leaf.grad is None else leaf.grad + g
-    return [captured.get(id(t)) for t in capture]
 
 
 def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
@@ -143,15 +89,18 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
         return np.ones_like(root.data)
-    g = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
+    g = np.asarray(gradient.data if hasattr(gradient, "gradient_edge") else gradient, dtype=root.dtype)
     if g.shape != root.shape:
         raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
     return g
 
 
 def backward(root: Tensor, gradient: Any = None, *, retain_graph: bool = False) -> None:
-    """``root.backward(gradient)``: accumulate ``gradient``-weighted derivatives into ``.grad``."""
-    run_backward(root, _root_gradient(root, gradient), retain_graph=retain_graph)
+    """``root.backward(gradient)``: add ``gradient``-weighted derivatives to each leaf's ``.grad``."""
+    for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):
+        target = node.retained() if node.retained is not None else None
+        if target is not None:
+            target.grad = grad_output.copy() if target.grad is None else target.grad + grad_output
 
 
 def grad(
@@ -159,10 +108,17 @@ def grad(
 ) -> tuple[np.ndarray | None, ...]:
     """Return ``d output / d input`` (weighted by ``grad_output``) for each input; ``.grad`` untouched.
 
-    A non-leaf input's gradient is the total reaching the op that made it.
+    A non-leaf input's gradient is the total reaching the op that made it; an
+    input the output does not depend on gets None. Each result is its own array.
     """
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    result = run_backward(
-        output, _root_gradient(output, grad_output), retain_graph=retain_graph, accumulate=False, capture=inputs
-    )
+    inputs = (inputs,) if hasattr(inputs, "gradient_edge") else tuple(inputs)
+    positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
+    for i, t in enumerate(inputs):
+        edge = t.gradient_edge()
+        if edge is not None:
+            positions.setdefault(edge, []).append(i)
+    result: list[np.ndarray | None] = [None] * len(inputs)
+    for node, g in propagate(output.gradient_edge(), _root_gradient(output, grad_output), retain_graph):
+        for i in positions.get(node, ()):
+            result[i] = g.copy()
     return tuple(result)

@@ -1,28 +1,33 @@
 """``Function``: the unit of autograd. Every op in tinyattn is one.
 
-A Function has two static methods side by side::
+A Function has two static methods side by side, both on plain ``np.ndarray``s::
 
-    forward(ctx, *inputs)      -> np.ndarray            # inputs arrive as np.ndarrays
+    forward(ctx, *inputs)      -> np.ndarray
     backward(ctx, grad_output) -> one gradient per input (np.ndarray or None)
 
-``Function.apply(*args)`` unwraps tensors, runs ``forward`` and, when grad mode is
-on and some input requires grad, records a ``Node`` so the engine can later call
-``backward``. This file also holds the small helpers every op shares:
-``unbroadcast`` (the one place broadcasting is undone) and the argument checks.
+``Function.apply(*tensors)`` runs ``forward`` and, when grad mode is on and an
+input requires grad, records a ``Node`` for the engine to call ``backward`` on.
 
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
+The contract between the graph and the tensors, all of it:
+
+* a tensor that requires grad offers ``gradient_edge()``: the node its gradient
+  flows into (the op that made it, or for a leaf its ``AccumulateGrad`` node);
+* a node holds ``edges``, one per input (a ``Node``, or None for an input that
+  gets no gradient), and ``retained``: a weak reference to the tensor whose
+  ``.grad`` receives the node's output gradient (a leaf, or a ``retain_grad()``
+  tensor), else None.
+
+This file also holds the small helpers every op shares: ``unbroadcast`` (the one
+place broadcasting is undone) and the argument checks. It imports no ``Tensor``:
+the ops below it work on arrays, and ``tensor.py`` above them wraps the results.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 import numpy as np
-
-from .grad_mode import is_grad_enabled
-from .tensor import Tensor
 
 
 class Context:
@@ -44,57 +49,6 @@ class Context:
         self.saved_tensors = arrays
 
 
-class Node:
-    """One recorded call of a Function: which op, its context, and where its inputs came from.
-
-    ``edges[i]`` says where the gradient of input ``i`` goes: the ``Node`` that
-    produced that input, the input itself if it is a leaf, or None (a
-    non-tensor, or a tensor that needs no gradient). ``input_meta[i]`` is that
-    input's (shape, dtype), which the engine checks each gradient against. Like torch, a node keeps
-    only what ``forward`` saved, not its inputs' values: an intermediate array
-    nobody saved is freed as soon as the forward pass moves on.
-    """
-
-    __slots__ = ("fn", "ctx", "edges", "input_meta", "constants", "output", "out_name", "released")
-
-    def __init__(self, fn: type[Function], ctx: Context, args: Sequence[Any], output: Tensor) -> None:
-        self.fn = fn
-        self.ctx: Context | None = ctx
-        edges: list[Node | Tensor | None] = []
-        meta: list[tuple[tuple[int, ...], Any] | None] = []
-        constants: list[Any] = []  # what the explainer shows for inputs that get no gradient
-        for a in args:
-            if isinstance(a, Tensor):
-                meta.append((a.data.shape, a.data.dtype))
-                if a._requires_grad:
-                    edges.append(a if a._grad_fn is None else a._grad_fn)
-                    constants.append(None)
-                else:
-                    edges.append(None)
-                    constants.append(a._name or "const")
-            else:
-                edges.append(None)
-                meta.append(None)
-                constants.append(a if isinstance(a, (int, float)) else "const")
-        self.edges: tuple[Node | Tensor | None, ...] = tuple(edges)
-        self.input_meta = tuple(meta)
-        self.constants = tuple(constants)
-        self.output = weakref.ref(output)  # for retain_grad(); does not keep the output alive
-        self.out_name: str | None = None  # the output's name, kept after the output itself is freed
-        self.released = False
-
-    @property
-    def name(self) -> str:
-        """The op's name, e.g. ``"Softmax"``."""
-        return self.fn.__name__
-
-    def release(self) -> None:
-        """Free the saved arrays and the links to the inputs (the graph behind)."""
-        self.ctx = None
-        self.edges = ()
-        self.released = True
-
-
 class Function:
     """Base class of every differentiable op; subclass it to write your own.
 
@@ -112,6 +66,7 @@ class Function:
 
         y = Square.apply(t)
 
+    ``backward`` may return a bare array instead of a 1-tuple for a one-input op.
     ``formula`` and ``grad_formulas`` state the forward and the backward as
     equations over names (``{out}`` the output, ``{0}``, ``{1}``... the inputs,
     ``{i}`` the input in question); the gradient-flow explainer prints them.
@@ -119,6 +74,10 @@ class Function:
 
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
+
+    # How apply() wraps arrays into tensors and records the node: set by tensor.py,
+    # the layer above the ops, so that this file and the ops never import Tensor.
+    _record: ClassVar[Callable[..., Any]]
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -131,22 +90,96 @@ class Function:
         raise NotImplementedError
 
     @classmethod
-    def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
-        """Run ``forward`` on the arrays inside ``args`` and record the graph node."""
-        arrays, needs_input_grad = [], []
-        for a in args:
-            is_tensor = isinstance(a, Tensor)
-            arrays.append(a.data if is_tensor else a)
-            needs_input_grad.append(is_tensor and a._requires_grad)
-        record = any(needs_input_grad) and is_grad_enabled()
-        ctx = Context(tuple(needs_input_grad))
-        out = cls.forward(ctx, *arrays, **kwargs)
-        if not isinstance(out, np.ndarray):
-            out = np.asarray(out)
-        result = Tensor._make(out, requires_grad=record)
-        if record:
-            result._grad_fn = Node(cls, ctx, args, result)
-        return result
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` on the arrays inside ``args``; return a Tensor, recording the node if needed."""
+        return Function._record(cls, args, kwargs)
+
+
+class Node:
+    """One recorded call of a Function: the op, its context, and where its inputs' gradients go.
+
+    ``edges[i]`` is the node that receives the gradient of input ``i`` (None if
+    that input gets none); ``input_meta[i]`` is input ``i``'s (shape, dtype),
+    which every gradient is checked against. Like torch, a node keeps only what
+    ``forward`` saved, not its inputs: an intermediate array nobody saved is
+    freed as soon as the forward pass moves on.
+    """
+
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "__weakref__")
+
+    def __init__(
+        self,
+        fn: type[Function],
+        ctx: Context | None,
+        edges: tuple[Node | None, ...],
+        input_meta: tuple[tuple[tuple[int, ...], Any] | None, ...],
+    ) -> None:
+        self.fn = fn
+        self.ctx = ctx
+        self.edges = edges
+        self.input_meta = input_meta
+        self.retained: weakref.ref | None = None  # the tensor whose .grad gets this node's output gradient
+        self.released = False
+
+    @property
+    def name(self) -> str:
+        """The op's name, e.g. ``"Softmax"``."""
+        return self.fn.__name__
+
+    def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        """Call the op's backward; return one checked gradient per edge."""
+        grads = self.fn.backward(self.ctx, grad_output)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        if len(grads) != len(self.edges):
+            raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
+        return tuple(
+            None if edge is None or g is None else self._checked(i, g)
+            for i, (edge, g) in enumerate(zip(self.edges, grads))
+        )
+
+    def _checked(self, position: int, grad: Any) -> np.ndarray:
+        """The engine's guard: each gradient must match its input's shape and dtype."""
+        shape, dtype = self.input_meta[position]
+        if not isinstance(grad, np.ndarray):
+            grad = np.asarray(grad)
+        if grad.shape != shape or grad.dtype != dtype:
+            raise RuntimeError(
+                f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
+                f"for input {position}, which has shape {shape} and dtype {dtype}"
+            )
+        return grad
+
+    def release(self) -> None:
+        """Free the saved arrays and the links to the inputs (the graph behind)."""
+        self.ctx = None
+        self.edges = ()
+        self.released = True
+
+
+class AccumulateGrad(Function):
+    """The sink of a leaf: the gradient that reaches it is the leaf's ``.grad``; nothing flows on."""
+
+    formula = "{out} (a leaf)"
+    grad_formulas = ()
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[()]:
+        """No inputs, so no gradients to send on."""
+        return ()
+
+
+class LeafNode(Node):
+    """A leaf's uniform edge (torch's ``AccumulateGrad``): a node with no inputs that outlives backward."""
+
+    __slots__ = ()
+
+    def __init__(self, leaf: Any) -> None:
+        super().__init__(AccumulateGrad, None, (), ())
+        self.retained = weakref.ref(leaf)
+
+    def release(self) -> None:
+        """Nothing is saved here, and the leaf's next graph reuses this node."""
 
 
 # ---------------------------------------------------------------------------
@@ -164,9 +197,7 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
     # BEGIN TASK unbroadcast
     extra = grad.ndim - len(shape)
     if extra > 0:
-        # MUTANT: grad = grad.mean(axis=tuple(range(extra)))
         grad = grad.sum(axis=tuple(range(extra)))
-    # MUTANT: axes = ()
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)

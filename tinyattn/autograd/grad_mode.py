@@ -1,13 +1,15 @@
-"""The grad-mode switch: the only global state in tinyattn.
+"""The two switches of autograd, its only global state besides the random generator.
 
-While grad mode is off (inside ``with ta.no_grad():``) ops compute their results
-but record no graph, so nothing is saved for a backward pass.
+* **Grad mode.** While it is off (inside ``with ta.no_grad():``) ops compute their
+  results but record no graph, so nothing is saved for a backward pass.
+* **The recorder.** Off unless the explainer's ``trace()`` turns it on; then every
+  op tells it what it recorded and the engine tells it every backward step.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,3 +58,33 @@ class enable_grad(_GradMode):
     """Re-enable graph recording, e.g. inside a ``no_grad`` block."""
 
     mode = True
+
+
+# ---------------------------------------------------------------------------
+# The recorder: off unless the explainer's ``trace()`` turns it on
+# ---------------------------------------------------------------------------
+
+
+class Recorder(Protocol):
+    """What ``trace()`` listens with. Ops and the engine call it only while one is switched on."""
+
+    def forward(self, node: Any, args: tuple[Any, ...], output: Any) -> None:
+        """An op just recorded ``node`` for ``output`` from ``args`` (tensors and constants)."""
+
+    def backward(self, node: Any, grad_output: Any, grad_inputs: tuple[Any, ...]) -> None:
+        """``node``'s backward just turned ``grad_output`` into ``grad_inputs``."""
+
+
+_recorder: Recorder | None = None
+
+
+def active_recorder() -> Recorder | None:
+    """The recorder switched on by ``trace()``, or None (the usual case)."""
+    return _recorder
+
+
+def set_recorder(recorder: Recorder | None) -> Recorder | None:
+    """Switch ``recorder`` on (None: off); return the one it replaces."""
+    global _recorder
+    previous, _recorder = _recorder, recorder
+    return previous

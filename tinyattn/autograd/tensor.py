@@ -5,17 +5,41 @@ to it records a graph node (see ``function.py``); ``backward()`` walks that grap
 from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
 
 Each method below is one line that calls an op; the op's class (``ops/*.py``)
-holds the forward and the backward formula side by side.
+holds the forward and the backward formula side by side. ``record`` at the end
+of this file is what ``Function.apply`` runs: unwrap, forward, wrap, record.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import weakref
+from typing import Any, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .function import Node
+from .function import Context, Function, LeafNode, Node, normalize_dim
+from .grad_mode import active_recorder, is_grad_enabled
+from .ops.elementwise import (
+    Abs,
+    Add,
+    Cast,
+    Div,
+    Exp,
+    Log,
+    MaskedFill,
+    Mul,
+    Neg,
+    Pow,
+    ReLU,
+    Sigmoid,
+    Sqrt,
+    Sub,
+    Tanh,
+    Where,
+)
+from .ops.matmul import MatMul
+from .ops.reduction import Amax, Mean, Sum, Var
+from .ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
+from .ops.softmax import LogSoftmax, Softmax
 
 Scalar = int | float
 ArrayLike = Any
@@ -67,9 +91,9 @@ class Tensor:
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
         self.data = to_array(data, dtype)
         self.grad = None
-        self._name: str | None = None
+        self.name: str | None = None
         self._grad_fn: Node | None = None
-        self._retains_grad = False
+        self._leaf_node: LeafNode | None = None
         self._requires_grad = False
         self.requires_grad = requires_grad
 
@@ -79,24 +103,13 @@ class Tensor:
         t = cls.__new__(cls)
         t.data = data
         t.grad = None
-        t._name = None
+        t.name = None
         t._grad_fn = None
-        t._retains_grad = False
+        t._leaf_node = None
         t._requires_grad = requires_grad
         return t
 
     # -- autograd state ------------------------------------------------------
-
-    @property
-    def name(self) -> str | None:
-        """A human label, e.g. ``"Q"``; the graph node that made the tensor remembers it too."""
-        return self._name
-
-    @name.setter
-    def name(self, value: str | None) -> None:
-        self._name = value
-        if self._grad_fn is not None:
-            self._grad_fn.out_name = value
 
     def named(self, name: str) -> Tensor:
         """Set ``name`` and return the tensor itself: ``q = F.linear(x, w).named("Q")``."""
@@ -128,11 +141,28 @@ class Tensor:
         """The graph node that produced this tensor, or None for a leaf."""
         return self._grad_fn
 
+    def gradient_edge(self) -> Node | None:
+        """The node this tensor's gradient flows into: ``grad_fn``, a leaf's ``LeafNode``, or None."""
+        if self._grad_fn is not None:
+            return self._grad_fn
+        if not self._requires_grad:
+            return None
+        if self._leaf_node is None:
+            self._leaf_node = LeafNode(self)
+        return self._leaf_node
+
     def retain_grad(self) -> None:
-        """Keep ``.grad`` on this non-leaf tensor after backward."""
+        """Keep ``.grad`` on this non-leaf tensor after backward (a leaf keeps it anyway)."""
         if not self.requires_grad:
             raise RuntimeError("retain_grad: the tensor does not require grad")
-        self._retains_grad = True
+        if self._grad_fn is not None:
+            self._grad_fn.retained = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True if ``retain_grad()`` was called on this non-leaf tensor."""
+        node = self._grad_fn
+        return node is not None and node.retained is not None and node.retained() is self
 
     def detach(self) -> Tensor:
         """A new leaf sharing ``data`` and cut from the graph."""
@@ -169,8 +199,6 @@ class Tensor:
         """The shape, or the length along ``dim``."""
         if dim is None:
             return self.data.shape
-        from .function import normalize_dim
-
         return self.data.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self) -> int:
@@ -413,15 +441,35 @@ class Tensor:
         return Expand.apply(self, sizes=_shape_arg(sizes))
 
     def __getitem__(self, index: Any) -> Tensor:
-        return GetItem.apply(self, index=index)
+        return GetItem.apply(self, index=_plain_index(index))
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-        """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
-        return split(self, split_size_or_sections, dim)
+        """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes; each a slice."""
+        d = normalize_dim("split", dim, self.ndim)
+        length = self.shape[d]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            if split_size_or_sections <= 0:
+                raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+            step = int(split_size_or_sections)
+            sizes = [min(step, length - s) for s in range(0, length, step)]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != length:
+                raise ValueError(
+                    f"split: sizes {tuple(sizes)} do not sum to {length}, the length of dim {dim} of {self.shape}"
+                )
+        pieces, start = [], 0
+        for size in sizes:
+            pieces.append(self[(slice(None),) * d + (slice(start, start + size),)])
+            start += size
+        return tuple(pieces)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-        """``chunks`` pieces of (nearly) equal size along ``dim``."""
-        return chunk(self, chunks, dim)
+        """``chunks`` pieces of size ``ceil(length / chunks)`` along ``dim`` (the last may be smaller)."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        length = self.shape[normalize_dim("chunk", dim, self.ndim)]
+        return self.split(max(-(-length // chunks), 1), dim)
 
     # -- softmax family (ops/softmax.py) ---------------------------------------
 
@@ -442,8 +490,6 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[int, ...]:
-    from .function import normalize_dim
-
     if len(shape) == 0:
         return (1,)
     start = normalize_dim("flatten", start_dim, len(shape))
@@ -453,35 +499,60 @@ def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[i
     return shape[:start] + (int(np.prod(shape[start : end + 1])),) + shape[end + 1 :]
 
 
-# The ops import Tensor from this module, so they are imported after it exists.
-from .ops.elementwise import (  # noqa: E402
-    Abs,
-    Add,
-    Cast,
-    Div,
-    Exp,
-    Log,
-    MaskedFill,
-    Mul,
-    Neg,
-    Pow,
-    ReLU,
-    Sigmoid,
-    Sqrt,
-    Sub,
-    Tanh,
-)
-from .ops.matmul import MatMul  # noqa: E402
-from .ops.reduction import Amax, Mean, Sum, Var  # noqa: E402
-from .ops.shape import (  # noqa: E402
-    Expand,
-    GetItem,
-    Permute,
-    Reshape,
-    Squeeze,
-    Transpose,
-    Unsqueeze,
-    chunk,
-    split,
-)
-from .ops.softmax import LogSoftmax, Softmax  # noqa: E402
+def _plain_index(index: Any) -> Any:
+    """Replace tensors inside an index by their arrays (the op sees arrays only)."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:
+    """``input`` where ``condition`` is True, else ``other`` (all three broadcast)."""
+    return Where.apply(condition, input, other)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim."""
+    return Cat.apply(*tensors, dim=dim)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
+    return Stack.apply(*tensors, dim=dim)
+
+
+def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``x.split(...)``: cut ``x`` along ``dim`` into pieces."""
+    return x.split(split_size_or_sections, dim)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``x.chunk(...)``: ``chunks`` pieces of (nearly) equal size."""
+    return x.chunk(chunks, dim)
+
+
+def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
+    """``fn.apply(*args)``: run ``forward`` on the arrays; if a gradient is wanted, record a ``Node``."""
+    arrays = [a.data if isinstance(a, Tensor) else a for a in args]
+    needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    ctx = Context(needs_input_grad)
+    out = fn.forward(ctx, *arrays, **kwargs)
+    if not isinstance(out, np.ndarray):
+        out = np.asarray(out)
+    if not (is_grad_enabled() and any(needs_input_grad)):
+        return Tensor._make(out)
+    result = Tensor._make(out, requires_grad=True)
+    edges = tuple(a.gradient_edge() if needs else None for a, needs in zip(args, needs_input_grad))
+    meta = tuple((x.shape, x.dtype) if needs else None for x, needs in zip(arrays, needs_input_grad))
+    result._grad_fn = Node(fn, ctx, edges, meta)
+    recorder = active_recorder()
+    if recorder is not None:
+        recorder.forward(result._grad_fn, args, result)
+    return result
+
+
+Function._record = record

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from ..function import Context, Function, broadcast_shapes, broadcasts_to, unbroadcast
-from ..tensor import Tensor
 
 
 def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
@@ -305,7 +304,7 @@ class Cast(Function):
 
 
 def _bool_mask(op: str, mask: Any) -> np.ndarray:
-    mask = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"{op}: mask must be a bool tensor, got dtype {mask.dtype}")
     return mask
@@ -359,11 +358,6 @@ class Where(Function):
         da = unbroadcast(np.where(cond, g, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
         db = unbroadcast(np.where(cond, zero, g), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
-
-
-def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:
-    """``input`` where ``condition`` is True, else ``other`` (all three broadcast)."""
-    return Where.apply(condition, input, other)
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to double precision

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..function import Context, Function, broadcasts_to, normalize_dim, unbroadcast
-from ..tensor import Tensor
 
 
 class Reshape(Function):
@@ -150,17 +149,6 @@ class Expand(Function):
         return (unbroadcast(g, ctx.shape, ctx.dtype),)
 
 
-def _plain_index(index: Any) -> Any:
-    """Replace tensors inside an index by their arrays."""
-    if isinstance(index, tuple):
-        return tuple(_plain_index(i) for i in index)
-    if isinstance(index, Tensor):
-        return index.data
-    if isinstance(index, list):
-        return np.asarray(index)
-    return index
-
-
 def _is_basic(index: Any) -> bool:
     """True for indexes of ints, slices, None and Ellipsis only (each element picked once)."""
     parts = index if isinstance(index, tuple) else (index,)
@@ -180,7 +168,6 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
         """Forward: ``out = x[index]``."""
-        index = _plain_index(index)
         ctx.index, ctx.shape, ctx.dtype = index, x.shape, x.dtype
         try:
             return np.asarray(x[index])
@@ -246,43 +233,3 @@ class Stack(Function):
     def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
         """Backward: ``dx_i = g`` indexed at ``i`` along ``dim``."""
         return tuple(np.moveaxis(g, ctx.dim, 0))
-
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along an existing dim."""
-    return Cat.apply(*tensors, dim=dim)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new dim."""
-    return Stack.apply(*tensors, dim=dim)
-
-
-def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    """Cut ``x`` along ``dim`` into pieces of ``split_size`` (or the listed sizes); each is a slice."""
-    d = normalize_dim("split", dim, x.ndim)
-    length = x.shape[d]
-    if isinstance(split_size_or_sections, (int, np.integer)):
-        if split_size_or_sections <= 0:
-            raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
-        sizes = [min(split_size_or_sections, length - s) for s in range(0, length, split_size_or_sections)]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != length:
-            raise ValueError(
-                f"split: sizes {tuple(sizes)} do not sum to {length}, the length of dim {dim} of {x.shape}"
-            )
-    pieces, start = [], 0
-    for size in sizes:
-        index = (slice(None),) * d + (slice(start, start + size),)
-        pieces.append(x[index])
-        start += size
-    return tuple(pieces)
-
-
-def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """Split into ``chunks`` pieces of size ``ceil(length / chunks)`` (the last may be smaller)."""
-    if chunks <= 0:
-        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    length = x.shape[normalize_dim("chunk", dim, x.ndim)]
-    return split(x, max(-(-length // chunks), 1), dim)

@@ -5,7 +5,7 @@ import pytest
 
 import tinyattn as ta
 from tinyattn import nn
-from tinyattn.autograd.trace import render, trace
+from tinyattn.explain.trace import render, trace
 
 
 def traced_mha(seed=0, **forward_kwargs):
@@ -13,8 +13,9 @@ def traced_mha(seed=0, **forward_kwargs):
     mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
     rng = np.random.default_rng(seed)
     x = ta.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True).named("X")
-    out, _ = mha(x, x, x, need_weights=False, **forward_kwargs)
-    steps = trace(out, rng.standard_normal(out.shape))
+    with trace() as steps:
+        out, _ = mha(x, x, x, need_weights=False, **forward_kwargs)
+        out.backward(rng.standard_normal(out.shape))
     return mha, x, steps
 
 
@@ -86,5 +87,5 @@ def test_trace_accumulates_like_backward():
 
 def test_render_and_errors():
     assert render("d{0} = d{out} @ {1}ᵀ", "C", ["A", "Bᵀ"], 0, None, (2, 2)) == "dA = dC @ B"
-    with pytest.raises(RuntimeError, match="leaf"):
-        trace(ta.ones(2, requires_grad=True), np.ones(2))
+    with pytest.raises(RuntimeError, match="leaf"), trace():
+        ta.ones(2, requires_grad=True).backward(np.ones(2))

@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import autograd, nn
-from .autograd.trace import Trace, trace
+from .. import autograd, nn
+from .trace import Trace, trace
 
 # The stages of MultiheadAttention.forward, by the names it gives its tensors
 MHA_GROUPS = {
@@ -58,9 +58,10 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
         padding = np.zeros((B, S), dtype=bool)
         padding[:, S - 1] = True  # the last key of every sequence is padding
         kwargs["key_padding_mask"] = padding
-    out, _ = mha(query, key, value, need_weights=False, **kwargs)
-    upstream = rng.standard_normal(out.shape)  # R = dL/d attn_output
-    return mha, inputs, trace(out, upstream)
+    with trace() as steps:
+        out, _ = mha(query, key, value, need_weights=False, **kwargs)
+        out.backward(rng.standard_normal(out.shape))  # R = dL/d attn_output
+    return mha, inputs, steps
 
 
 def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor], steps: Trace) -> list[str]:
@@ -107,12 +108,12 @@ def walkthrough(args: argparse.Namespace) -> str:
     lines += ["", "Where the gradients land (checked against the .grad arrays filled by backward):"]
     lines += landing_table(mha, inputs, steps)
     if args.graph:
-        from .autograd.graph import draw_graph
+        from .graph import draw_graph
 
         draw_graph(steps, args.graph, groups=MHA_GROUPS, title=f"MultiheadAttention backward ({kind}, {mask})")
         lines.append(f"\nGraph picture written to {args.graph}")
     if args.dot:
-        from .autograd.graph import to_dot
+        from .graph import to_dot
 
         with open(args.dot, "w", encoding="utf-8") as f:
             f.write(to_dot(steps, groups=MHA_GROUPS))

@@ -5,7 +5,9 @@ backward equation for each input (with the tensors' names filled in), the
 shape and norm of the gradient arriving at the op and of each gradient it
 sends on, and where in the source that backward is written.
 
-    steps = trace(loss)      # like loss.backward(), but recorded
+    with trace() as steps:   # the recorder is on inside the block
+        loss = f(x)
+        loss.backward()      # as usual; each op's backward becomes a Step
     print(steps)             # a readable walkthrough
     print(steps.table())     # one line per gradient
 """
@@ -20,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .engine import _root_gradient, run_backward
-from .function import Function, Node
-from .tensor import Tensor
+from ..autograd.function import Function, LeafNode, Node
+from ..autograd.grad_mode import set_recorder
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -67,7 +68,25 @@ class Step:
 
 
 class Trace(list):
-    """The recorded steps, output first; printable as a walkthrough or as a table."""
+    """The recorded steps, output first; printable as a walkthrough or as a table.
+
+    Used as a context manager (see ``trace()``) it switches the recorder on for its block.
+    """
+
+    def __enter__(self) -> Trace:
+        self._recorder = _Recorder(self)
+        self._previous = set_recorder(self._recorder)
+        return self
+
+    def __exit__(self, exc_type: Any, *exc_info: Any) -> None:
+        set_recorder(self._previous)
+        self._recorder.finish()
+        del self._recorder  # the forward's tensors are no longer needed
+        if exc_type is None and not self:
+            raise RuntimeError(
+                "trace: no op's backward ran inside the block; call backward() on a tensor an op made "
+                "there (a leaf has no backward pass to trace)"
+            )
 
     def gradient_of(self, name: str) -> np.ndarray:
         """The total gradient that reached the tensor called ``name`` (summed over its uses)."""
@@ -137,50 +156,68 @@ def render(template: str, out: str, inputs: list[str], position: int, ctx: Any, 
     for _, field_name, _, _ in string.Formatter().parse(template):
         if field_name and not field_name.isdigit() and field_name not in values:
             values[field_name] = _format_value(getattr(ctx, field_name, "…"))
-    text = template.format(*inputs, **values)
-    return text.replace("ᵀᵀ", "")  # (Kᵀ)ᵀ = K
+    for k, label in enumerate(inputs):  # "{1}ᵀ": the transpose of input 1's name
+        values[f"T{k}"] = transposed(label)
+        template = template.replace(f"{{{k}}}ᵀ", f"{{T{k}}}")
+    return template.format(*inputs, **values)
 
 
 def _constant_label(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return getattr(value, "name", None) or "const"
 
 
-def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -> Trace:
-    """Backpropagate from ``output`` (accumulating ``.grad`` like ``backward()``) and record each step.
+def transposed(label: str) -> str:
+    """The name of a matrix transpose: ``K`` -> ``Kᵀ``, and ``Kᵀ`` -> ``K`` ((Kᵀ)ᵀ = K)."""
+    return label[:-1] if label.endswith("ᵀ") else label + "ᵀ"
 
-    Unnamed tensors get placeholder names ``t1``, ``t2``, ... in the order the
-    backward pass meets them.
-    """
-    names: dict[int, str] = {}
-    counter = [0]
 
-    def name_of(edge: Node | Tensor) -> str:
-        given = edge.out_name if isinstance(edge, Node) else edge.name
-        if given:
-            return given
-        if id(edge) not in names:
-            counter[0] += 1
-            names[id(edge)] = f"t{counter[0]}"
-        return names[id(edge)]
+class _Recorder:
+    """Listens while ``trace()`` is on: remembers each op's tensors in the forward, builds a Step per backward."""
 
-    steps: list[Step] = []
-    step_of_node: dict[int, int] = {}
-    pending: list[tuple[InputGrad, Node]] = []  # gradients whose source step is not recorded yet
-    root_name = name_of(output._grad_fn) if output._grad_fn is not None else name_of(output)
+    def __init__(self, steps: Trace) -> None:
+        self.steps = steps
+        self.outputs: dict[Node, Any] = {}  # node -> the tensor it made (kept alive for its name)
+        self.args: dict[Node, tuple[Any, ...]] = {}  # node -> its inputs (tensors and constants)
+        self.placeholders: dict[Node, str] = {}
+        self.step_of_node: dict[Node, int] = {}
+        self.pending: list[tuple[InputGrad, Node]] = []  # gradients whose source step comes later
 
-    def hook(node: Node, grad_output: np.ndarray, input_grads: Any) -> None:
-        index = len(steps) + 1
-        step_of_node[id(node)] = index
-        out = name_of(node)
+    def forward(self, node: Node, args: tuple[Any, ...], output: Any) -> None:
+        self.outputs[node] = output
+        self.args[node] = args
+
+    def name_of(self, node: Node) -> str:
+        """The name the forward gave the node's tensor, else one derived from its op, else ``t1``, ``t2``..."""
+        tensor = node.retained() if isinstance(node, LeafNode) else self.outputs.get(node)
+        if tensor is not None and tensor.name:
+            return tensor.name
+        if node.fn.__name__ == "Transpose" and node.ctx is not None and node.edges and node.edges[0] is not None:
+            ndim = len(node.input_meta[0][0])
+            if sorted(node.ctx.dims) == [ndim - 2, ndim - 1]:  # a matrix transpose of a named tensor
+                inner = self.name_of(node.edges[0])
+                if not inner.startswith("t"):
+                    return transposed(inner)
+        if node not in self.placeholders:
+            self.placeholders[node] = f"t{len(self.placeholders) + 1}"
+        return self.placeholders[node]
+
+    def backward(self, node: Node, grad_output: np.ndarray, grad_inputs: tuple[Any, ...]) -> None:
+        if isinstance(node, LeafNode):
+            return  # a leaf's sink: its gradient was already shown where it was computed
+        index = len(self.steps) + 1
+        self.step_of_node[node] = index
+        out = self.name_of(node)
+        args = self.args.get(node, (None,) * len(node.edges))
         labels = [
-            name_of(edge) if edge is not None else _constant_label(const)
-            for edge, const in zip(node.edges, node.constants)
+            self.name_of(edge) if edge is not None else _constant_label(arg) for edge, arg in zip(node.edges, args)
         ]
         templates = node.fn.grad_formulas
         grads = []
-        for position, (edge, ig) in enumerate(zip(node.edges, input_grads)):
+        for position, (edge, ig) in enumerate(zip(node.edges, grad_inputs)):
             if edge is None or ig is None:
                 continue
             template = templates[min(position, len(templates) - 1)] if templates else "d{i} = ?"
@@ -194,9 +231,9 @@ def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -
                 source_step=None,
             )
             grads.append(g)
-            if isinstance(edge, Node):
-                pending.append((g, edge))
-        steps.append(
+            if not isinstance(edge, LeafNode):
+                self.pending.append((g, edge))
+        self.steps.append(
             Step(
                 index=index,
                 op=node.name,
@@ -210,9 +247,23 @@ def trace(output: Tensor, gradient: Any = None, *, retain_graph: bool = False) -
             )
         )
 
-    if output._grad_fn is None:
-        raise RuntimeError(f"trace: {root_name} is a leaf; there is no backward pass to trace")
-    run_backward(output, _root_gradient(output, gradient), retain_graph=retain_graph, hook=hook)
-    for g, node in pending:
-        g.source_step = step_of_node.get(id(node))
-    return Trace(steps)
+    def finish(self) -> None:
+        for g, node in self.pending:
+            g.source_step = self.step_of_node.get(node)
+
+
+def trace() -> Trace:
+    """Record a forward and backward pass for reading: ``with trace() as steps: ...``.
+
+    Inside the block ops run as usual and ``backward()`` fills ``.grad`` as usual;
+    meanwhile the forward's tensor names are noted and each op's backward
+    becomes a ``Step`` of ``steps``. Tensors without a name are called after
+    their op where that is clear (``Kᵀ`` for the transpose of ``K``), else
+    ``t1``, ``t2``, ... in the order the backward pass meets them::
+
+        with trace() as steps:
+            loss = model(x).sum()
+            loss.backward()
+        print(steps)
+    """
+    return Trace()

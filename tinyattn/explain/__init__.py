@@ -1,0 +1,12 @@
+"""The gradient-flow explainer, beside the library: it reads a backward pass, it is not part of one.
+
+* ``trace()`` (``trace.py``): ``with trace() as steps:`` records the forward's
+  tensor names and every op's backward as a readable ``Step``.
+* ``graph.py``: a picture (matplotlib) or Graphviz DOT of a trace.
+* ``mha.py``: ``python -m tinyattn.explain``, the walkthrough of MultiheadAttention.
+"""
+
+from .mha import main
+from .trace import Step, Trace, trace
+
+__all__ = ["Step", "Trace", "main", "trace"]

@@ -1,0 +1,5 @@
+"""``python -m tinyattn.explain``."""
+
+from .mha import main
+
+main()
