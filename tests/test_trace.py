@@ -38,7 +38,7 @@ def test_names_and_order_are_stable():
     _, _, steps = traced_mha()
     outputs = [s.output for s in steps]
     assert outputs[:10] == ["attn_output", "concat", "t1", "heads", "P", "S", "QKᵀ", "Q_h", "t2", "Q"]
-    assert [s.op for s in steps[:6]] == ["Linear", "Reshape", "Transpose", "MatMul", "Softmax", "Mul"]
+    assert [s.op for s in steps[:6]] == ["LinearFn", "Reshape", "Transpose", "MatMul", "Softmax", "Mul"]
     assert outputs == [s.output for s in traced_mha(seed=1)[2]]
 
 

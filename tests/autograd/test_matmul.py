@@ -47,14 +47,14 @@ def test_matmul_batch_mismatch_message():
 @pytest.mark.parametrize("x_shape", [(4,), (3, 4), (2, 3, 4)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_op(rng, x_shape, bias):
-    from tinyattn.autograd.ops.matmul import Linear
+    from tinyattn.autograd.ops.matmul import LinearFn
 
     x, w = leaf(rng, *x_shape), leaf(rng, 5, 4)
     b = leaf(rng, 5) if bias else None
     expected = x.data @ w.data.T + (b.data if bias else 0)
-    np.testing.assert_allclose(Linear.apply(x, w, b).data, expected)
+    np.testing.assert_allclose(LinearFn.apply(x, w, b).data, expected)
     if bias:
-        check(lambda x, w, b: Linear.apply(x, w, b), x, w, b)
+        check(lambda x, w, b: LinearFn.apply(x, w, b), x, w, b)
     else:
-        check(lambda x, w: Linear.apply(x, w, None), x, w)
-    check(lambda x, w: Linear.apply(x.transpose(0, -1) if x.ndim > 1 else x, w, None), leaf(rng, 4, 3), w)
+        check(lambda x, w: LinearFn.apply(x, w, None), x, w)
+    check(lambda x, w: LinearFn.apply(x.transpose(0, -1) if x.ndim > 1 else x, w, None), leaf(rng, 4, 3), w)

@@ -39,10 +39,11 @@ def _size(shape: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _float_dtype(dtype: Any) -> np.dtype:
+def float_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as a NumPy float dtype (None: float32, torch's default); other kinds raise ``TypeError``."""
     dtype = np.dtype(np.float32 if dtype is None else dtype)
     if dtype.kind != "f":
-        raise TypeError(f"expected a floating dtype, got {dtype}")
+        raise TypeError(f"dtype must be a floating type, got {dtype}")
     return dtype
 
 
@@ -53,23 +54,23 @@ def tensor(data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> T
 
 def zeros(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return Tensor(np.zeros(_size(shape), dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.zeros(_size(shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def ones(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return Tensor(np.ones(_size(shape), dtype=_float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.ones(_size(shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def randn(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Samples from the standard normal distribution."""
-    data = _generator.standard_normal(_size(shape)).astype(_float_dtype(dtype))
+    data = _generator.standard_normal(_size(shape)).astype(float_dtype(dtype))
     return Tensor(data, requires_grad=requires_grad)
 
 
 def rand(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Samples from the uniform distribution on [0, 1)."""
-    data = _generator.random(_size(shape)).astype(_float_dtype(dtype))
+    data = _generator.random(_size(shape)).astype(float_dtype(dtype))
     return Tensor(data, requires_grad=requires_grad)
 
 

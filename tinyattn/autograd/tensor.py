@@ -29,7 +29,7 @@ from .ops.elementwise import (
     Mul,
     Neg,
     Pow,
-    ReLU,
+    ReLUFn,
     Sigmoid,
     Sqrt,
     Sub,
@@ -336,7 +336,7 @@ class Tensor:
 
     def relu(self) -> Tensor:
         """``max(self, 0)``."""
-        return ReLU.apply(self)
+        return ReLUFn.apply(self)
 
     def sigmoid(self) -> Tensor:
         """``1 / (1 + exp(-self))``."""

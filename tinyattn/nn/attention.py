@@ -1,11 +1,14 @@
 """``MultiheadAttention``, with the same contract as ``torch.nn.MultiheadAttention``.
 
-    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O
-    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V) = softmax(Q_i K_i^T / sqrt(d_k)) V_i
+The math, the chapter's five steps, is ``F.multi_head_attention`` (``functional.py``)::
 
-All heads are computed at once: the projections give ``(B, n, E)`` tensors whose
-last dim is split into ``h`` heads of ``d_k = E / h``, then moved next to the
-batch dim so one batched matmul serves every head.
+    MultiHead(X) = Concat(head_1, ..., head_h) W^Oᵀ + b^O
+    head_i = softmax(Q_i K_iᵀ / √d_k + M) V_i,   Q = X W^Qᵀ + b^Q  (K, V alike)
+
+This module holds the parameters (stored ``(out, in)`` as torch stores them) and
+adapts torch's conventions around that core: ``(n, B, E)`` or unbatched layouts,
+``kdim``/``vdim``, ``add_bias_kv``, ``add_zero_attn``, the two masks, and the
+averaging of the attention weights over heads.
 
 **Mask polarity.** As in torch's MultiheadAttention, a bool ``key_padding_mask``
 or ``attn_mask`` is True where attention is **masked out**; this is the
@@ -17,9 +20,6 @@ all-zero attention weights, so every head's output for it is zero and
 ``attn_output`` there is just ``out_proj.bias``; nothing is NaN, in the forward
 or in any gradient. (torch returns NaN there and spreads it into the weight
 gradients.)
-
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor, cat, zeros
+from ..autograd.creation import float_dtype
 from . import functional as F
 from . import init
-from .layers import Linear, _float_dtype
+from .layers import Linear
 from .module import Module
 from .parameter import Parameter
 
@@ -73,7 +74,7 @@ class MultiheadAttention(Module):
             )
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
-        dtype = _float_dtype(dtype)
+        dtype = float_dtype(dtype)
         E = embed_dim
         self.embed_dim, self.num_heads, self.head_dim = E, num_heads, E // num_heads
         self.kdim = kdim if kdim is not None else E
@@ -121,15 +122,17 @@ class MultiheadAttention(Module):
     def projection_weights(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         """``(W^Q, W^K, W^V, b^Q, b^K, b^V)``, each weight ``(E, in_dim)`` as ``F.linear`` expects."""
         E = self.embed_dim
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            w_q, w_k, w_v = w[:E].named("W^Q"), w[E : 2 * E].named("W^K"), w[2 * E :].named("W^V")
+        if self._qkv_same_embed_dim:  # rows q, k, v of in_proj_weight
+            w_q = self.in_proj_weight[:E].named("W^Q")
+            w_k = self.in_proj_weight[E : 2 * E].named("W^K")
+            w_v = self.in_proj_weight[2 * E :].named("W^V")
         else:
             w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        b = self.in_proj_bias
-        if b is None:
+        if self.in_proj_bias is None:
             return w_q, w_k, w_v, None, None, None
-        b_q, b_k, b_v = b[:E].named("b^Q"), b[E : 2 * E].named("b^K"), b[2 * E :].named("b^V")
+        b_q = self.in_proj_bias[:E].named("b^Q")
+        b_k = self.in_proj_bias[E : 2 * E].named("b^K")
+        b_v = self.in_proj_bias[2 * E :].named("b^V")
         return w_q, w_k, w_v, b_q, b_k, b_v
 
     def forward(
@@ -151,59 +154,37 @@ class MultiheadAttention(Module):
         ``key_padding_mask (B, S)``; ``attn_mask (L, S)`` or ``(B * num_heads, L, S)``.
         Returns ``attn_output`` shaped like ``query`` and ``attn_weights``
         ``(B, L, S)`` (averaged over heads) or ``(B, num_heads, L, S)``, or None
-        if ``need_weights=False``.
+        if ``need_weights=False``. The math is ``F.multi_head_attention``; this
+        method adapts torch's layouts, masks and options around it.
         """
         batched = self._check_inputs(query, key, value)
         if is_causal and attn_mask is None:
             raise RuntimeError("MultiheadAttention: the is_causal hint requires attn_mask (as in torch)")
-        # Work in (B, n, E) layout, the chapter's
-        if not batched:
+        if not batched:  # work in the chapter's (B, n, E) layout
             query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
         elif not self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         B, L, E = query.shape
-        S, h, d_k = key.shape[1], self.num_heads, self.head_dim
-        mask = self._additive_mask(attn_mask, key_padding_mask, B, L, S, batched, query.dtype)  # (B|1, h|1, L, S)
-
-        # 1. Project: Q = X W^Q + b^Q,  K = X W^K + b^K,  V = X W^V + b^V
-        w_q, w_k, w_v, b_q, b_k, b_v = self.projection_weights()
-        q = F.linear(query, w_q, b_q).named("Q")  # (B, L, E)
-        k = F.linear(key, w_k, b_k).named("K")  # (B, S, E)
-        v = F.linear(value, w_v, b_v).named("V")  # (B, S, E)
+        mask = self._additive_mask(attn_mask, key_padding_mask, B, L, key.shape[1], batched, query.dtype)
+        extra_k, extra_v = [], []  # keys and values appended after the projections, (B, 1, E) each
         if self.bias_k is not None:  # one more, learned, key and value
-            k = cat([k, self.bias_k.expand(B, 1, E)], dim=1)  # (B, S + 1, E)
-            v = cat([v, self.bias_v.expand(B, 1, E)], dim=1)  # (B, S + 1, E)
-            mask = _attend_to_new_key(mask)
+            extra_k.append(self.bias_k.expand(B, 1, E))
+            extra_v.append(self.bias_v.expand(B, 1, E))
+        if self.add_zero_attn:  # one more, all-zero, key and value (zero in every head)
+            extra_k.append(zeros(B, 1, E, dtype=query.dtype))
+            extra_v.append(zeros(B, 1, E, dtype=query.dtype))
+        extra_kv = None
+        if extra_k:
+            extra_kv = (cat(extra_k, dim=1), cat(extra_v, dim=1))
+            mask = _attend_to_new_keys(mask, len(extra_k))
+        w_q, w_k, w_v, b_q, b_k, b_v = self.projection_weights()
+        b_o = self.out_proj.bias
+        attn_output, attn_weights = F.multi_head_attention(
+            query, key, value, self.num_heads, (w_q, w_k, w_v, self.out_proj.weight), (b_q, b_k, b_v, b_o),
+            mask, self.dropout if self.training else 0.0, extra_kv,
+        )  # (B, L, E), (B, h, L, S)
 
-        # 2. Split heads: (B, n, E) -> (B, n, h, d_k) -> (B, h, n, d_k)
-        # BEGIN TASK mha_split_heads
-        # MUTANT: q = q.view(B, h, L, d_k).named("Q_h")
-        # MUTANT: q = query.view(B, L, h, d_k).transpose(1, 2).named("Q_h")
-        q = q.view(B, L, h, d_k).transpose(1, 2).named("Q_h")  # (B, h, L, d_k)
-        k = k.view(B, -1, h, d_k).transpose(1, 2).named("K_h")  # (B, h, S, d_k)
-        v = v.view(B, -1, h, d_k).transpose(1, 2).named("V_h")  # (B, h, S, d_k)
-        # END TASK
-        if self.add_zero_attn:  # one more, all-zero, key and value
-            k = cat([k, zeros(B, h, 1, d_k, dtype=k.dtype)], dim=2)  # (B, h, S + 1, d_k)
-            v = cat([v, zeros(B, h, 1, d_k, dtype=v.dtype)], dim=2)  # (B, h, S + 1, d_k)
-            mask = _attend_to_new_key(mask)
-
-        # 3. head_i = softmax(Q_i K_i^T / sqrt(d_k) + mask) V_i, all heads at once
-        dropout_p = self.dropout if self.training else 0.0
-        heads, attn_weights = F.attention(q, k, v, mask, dropout_p)  # (B, h, L, d_k), (B, h, L, S)
-        heads.name = "heads"
-
-        # 4. Concat(head_1, ..., head_h): (B, h, L, d_k) -> (B, L, h, d_k) -> (B, L, E)
-        # BEGIN TASK mha_merge_heads
-        # MUTANT: concat = heads.reshape(B, L, E).named("concat")
-        concat = heads.transpose(1, 2).reshape(B, L, E).named("concat")  # (B, L, E)
-        # END TASK
-
-        # 5. Output projection: Concat(...) W^O + b^O
-        attn_output = self.out_proj(concat).named("attn_output")  # (B, L, E)
-
-        # Back to the caller's layout
-        if not batched:
+        if not batched:  # back to the caller's layout
             attn_output = attn_output.squeeze(0)  # (L, E)
         elif not self.batch_first:
             attn_output = attn_output.transpose(0, 1)  # (L, B, E)
@@ -271,11 +252,13 @@ class MultiheadAttention(Module):
                 raise ValueError(f"MultiheadAttention: key_padding_mask must have shape {expected}, got {m.shape}")
             padding = m.reshape(B, 1, 1, S)  # the same keys hidden from every head and query
             mask = padding if mask is None else mask + padding
-        return None if mask is None else mask.named("M")
+        if mask is not None:
+            mask.name = "M"
+        return mask
 
 
-def _attend_to_new_key(mask: Tensor | None) -> Tensor | None:
-    """Widen an additive mask ``(..., S)`` by one column of 0: every query may attend to the appended key."""
+def _attend_to_new_keys(mask: Tensor | None, count: int) -> Tensor | None:
+    """Widen an additive mask ``(..., S)`` by ``count`` columns of 0: every query may attend to the appended keys."""
     if mask is None:
         return None
-    return cat([mask, zeros(*mask.shape[:-1], 1, dtype=mask.dtype)], dim=-1)
+    return cat([mask, zeros(*mask.shape[:-1], count, dtype=mask.dtype)], dim=-1)

@@ -20,25 +20,25 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Tensor, default_generator, tensor
+from ..autograd import Tensor, cat, default_generator, tensor
 from ..autograd.function import broadcasts_to
-from ..autograd.ops.elementwise import GELU, ReLU
-from ..autograd.ops.matmul import Linear as LinearOp
+from ..autograd.ops.elementwise import GELUFn, ReLUFn
+from ..autograd.ops.matmul import LinearFn
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)`` (one op: ``ops/matmul.py``)."""
-    return LinearOp.apply(input, weight, bias)
+    return LinearFn.apply(input, weight, bias)
 
 
 def relu(input: Tensor) -> Tensor:
     """``max(x, 0)``."""
-    return ReLU.apply(input)
+    return ReLUFn.apply(input)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (exact, or the tanh approximation)."""
-    return GELU.apply(input, approximate=approximate)
+    return GELUFn.apply(input, approximate=approximate)
 
 
 def softmax(input: Tensor, dim: int) -> Tensor:
@@ -179,18 +179,70 @@ def attention(
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
     # BEGIN TASK attention
-    k_t = k.transpose(-2, -1).named(f"{k.name or 'K'}ᵀ")  # (..., d_k, S)
-    # MUTANT: scores = (q @ k_t).named("S")
-    scores = ((q @ k_t).named("QKᵀ") * scale).named("S")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
+    k_t = k.transpose(-2, -1)  # (..., d_k, S)
+    qk = (q @ k_t).named("QKᵀ")  # (..., L, d_k) @ (..., d_k, S) -> (..., L, S)
+    scores = (qk * scale).named("S")  # (..., L, S)
     if mask is not None:
         scores = (scores + mask).named("S_m")  # -inf where blocked
-    # MUTANT: p = scores.softmax(dim=-2).named("P")
     p = scores.softmax(dim=-1).named("P")  # (..., L, S), each row sums to 1 (or is all 0)
     if dropout_p > 0.0:
         p = dropout(p, dropout_p).named("P_drop")
-    # MUTANT: return p @ v.transpose(-2, -1), p
     return p @ v, p  # (..., L, S) @ (..., S, d_v) -> (..., L, d_v)
     # END TASK
+
+
+def multi_head_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    num_heads: int,
+    weights: tuple[Tensor, Tensor, Tensor, Tensor],
+    biases: tuple[Tensor | None, Tensor | None, Tensor | None, Tensor | None] | None = None,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    extra_kv: tuple[Tensor, Tensor] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The chapter's five steps: ``MultiHead(X) = Concat(head_1, ..., head_h) W^Oᵀ + b^O``.
+
+    Shapes: ``query (B, L, E_q)``, ``key (B, S, E_k)``, ``value (B, S, E_v)``;
+    ``weights = (W^Q, W^K, W^V, W^O)``, each stored ``(E, in)`` as torch stores it;
+    ``biases`` the four matching ``(E,)`` vectors (or None); ``mask`` additive,
+    broadcastable to ``(B, h, L, S)``; ``extra_kv``: ``(B, m, E)`` rows appended to K
+    and V after the projections (``add_bias_kv``, ``add_zero_attn``; ``S`` then counts
+    them). Returns ``attn_output (B, L, E)`` and the attention weights ``P (B, h, L, S)``.
+    ``MultiheadAttention`` wraps this with torch's layouts, masks and options.
+    """
+    w_q, w_k, w_v, w_o = weights
+    b_q, b_k, b_v, b_o = biases if biases is not None else (None, None, None, None)
+    B, L, E, h = query.shape[0], query.shape[1], w_q.shape[0], num_heads
+    d_k = E // h
+
+    # 1. Project: Q = X W^Qᵀ + b^Q,  K = X W^Kᵀ + b^K,  V = X W^Vᵀ + b^V
+    q = linear(query, w_q, b_q).named("Q")  # (B, L, E)
+    k = linear(key, w_k, b_k).named("K")  # (B, S, E)
+    v = linear(value, w_v, b_v).named("V")  # (B, S, E)
+    if extra_kv is not None:
+        k, v = cat([k, extra_kv[0]], dim=1), cat([v, extra_kv[1]], dim=1)  # (B, S + m, E)
+
+    # 2. Split heads: (B, n, E) -> (B, n, h, d_k) -> (B, h, n, d_k)
+    # BEGIN TASK mha_split_heads
+    q = q.view(B, L, h, d_k).transpose(1, 2).named("Q_h")  # (B, h, L, d_k)
+    k = k.view(B, -1, h, d_k).transpose(1, 2).named("K_h")  # (B, h, S, d_k)
+    v = v.view(B, -1, h, d_k).transpose(1, 2).named("V_h")  # (B, h, S, d_k)
+    # END TASK
+
+    # 3. head_i = softmax(Q_i K_iᵀ / √d_k + M) V_i, all heads at once
+    heads, p = attention(q, k, v, mask, dropout_p)  # (B, h, L, d_k), (B, h, L, S)
+    heads.name = "heads"
+
+    # 4. Concat(head_1, ..., head_h): (B, h, L, d_k) -> (B, L, h, d_k) -> (B, L, E)
+    # BEGIN TASK mha_merge_heads
+    concat = heads.transpose(1, 2).reshape(B, L, E).named("concat")  # (B, L, E)
+    # END TASK
+
+    # 5. Output projection: Concat(...) W^Oᵀ + b^O
+    attn_output = linear(concat, w_o, b_o).named("attn_output")  # (B, L, E)
+    return attn_output, p
 
 
 def scaled_dot_product_attention(
@@ -244,6 +296,7 @@ __all__ = [
     "linear",
     "log_softmax",
     "mse_loss",
+    "multi_head_attention",
     "relu",
     "scaled_dot_product_attention",
     "softmax",

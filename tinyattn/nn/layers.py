@@ -8,17 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.creation import float_dtype
 from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
-
-
-def _float_dtype(dtype: Any) -> np.dtype:
-    dtype = np.dtype(np.float32 if dtype is None else dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"dtype must be a floating type, got {dtype}")
-    return dtype
 
 
 class Linear(Module):
@@ -26,7 +20,7 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
-        dtype = _float_dtype(dtype)
+        dtype = float_dtype(dtype)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(np.empty((out_features, in_features), dtype=dtype))
@@ -52,7 +46,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=_float_dtype(dtype)))
+        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=float_dtype(dtype)))
         init.normal_(self.weight)
 
     def forward(self, ids: Tensor | np.ndarray) -> Tensor:
@@ -77,7 +71,7 @@ class LayerNorm(Module):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        dtype = _float_dtype(dtype)
+        dtype = float_dtype(dtype)
         if elementwise_affine:
             self.weight = Parameter(np.ones(shape, dtype=dtype))
             self.bias = Parameter(np.zeros(shape, dtype=dtype))

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor, arange
+from ..autograd.creation import float_dtype
 from . import functional as F
 from .attention import MultiheadAttention
-from .layers import Dropout, Embedding, LayerNorm, Linear, _float_dtype
+from .layers import Dropout, Embedding, LayerNorm, Linear
 from .module import Module
 
 
@@ -42,7 +43,7 @@ class PositionalEncoding(Module):
     ) -> None:
         super().__init__()
         self.d_model, self.max_len, self.batch_first = d_model, max_len, batch_first
-        self.pe = sinusoidal_table(max_len, d_model, _float_dtype(dtype))  # a constant, not a Parameter
+        self.pe = sinusoidal_table(max_len, d_model, float_dtype(dtype))  # a constant, not a Parameter
         self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -61,9 +61,7 @@ class Adam(Optimizer):
             m *= beta1
             m += (1 - beta1) * g
             v *= beta2
-            # MUTANT: v += (1 - beta2) * g
             v += (1 - beta2) * g * g
-            # MUTANT: m_hat_scale = 1
             m_hat_scale = 1 / (1 - beta1**t)
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
             p.data -= (lr * m_hat_scale * m / denom).astype(p.dtype, copy=False)

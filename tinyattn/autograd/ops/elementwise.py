@@ -33,14 +33,12 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = a + b``."""
         _save_operands(ctx, "add", a, b)
         return a + b
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
-        """Backward: ``da = g``, ``db = g`` (each unbroadcast)."""
-        return unbroadcast(g, *ctx.a_meta), unbroadcast(g, *ctx.b_meta)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
+        return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(grad_output, *ctx.b_meta)
 
 
 class Sub(Function):
@@ -51,14 +49,12 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = a - b``."""
         _save_operands(ctx, "sub", a, b)
         return a - b
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
-        """Backward: ``da = g``, ``db = -g``."""
-        return unbroadcast(g, *ctx.a_meta), unbroadcast(-g, *ctx.b_meta)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
+        return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(-grad_output, *ctx.b_meta)
 
 
 class Mul(Function):
@@ -69,18 +65,16 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = a * b``."""
         _save_operands(ctx, "mul", a, b)
         # keep each operand only if the *other* one needs a gradient (x * scalar keeps nothing big)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
         return a * b
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
-        """Backward: ``da = g * b``, ``db = g * a``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         a, b = ctx.saved_tensors
-        da = unbroadcast(g * b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
-        db = unbroadcast(g * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        da = unbroadcast(grad_output * b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(grad_output * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -92,17 +86,15 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = a / b``."""
         _save_operands(ctx, "div", a, b)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a / b
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
-        """Backward: ``da = g / b``, ``db = -g * a / b**2``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         a, b = ctx.saved_tensors
-        da = unbroadcast(g / b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
-        db = unbroadcast(-g * a / (b * b), *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        da = unbroadcast(grad_output / b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(-grad_output * a / (b * b), *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -114,18 +106,16 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = a ** b``."""
         _save_operands(ctx, "pow", a, b)
         out = np.power(a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[Any, Any]:
-        """Backward: ``da = g * b * a**(b-1)``, ``db = g * out * log(a)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         a, b, out = ctx.saved_tensors
-        da = unbroadcast(g * b * np.power(a, b - 1), *ctx.a_meta) if ctx.needs_input_grad[0] else None
-        db = unbroadcast(g * out * np.log(a), *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        da = unbroadcast(grad_output * b * np.power(a, b - 1), *ctx.a_meta) if ctx.needs_input_grad[0] else None
+        db = unbroadcast(grad_output * out * np.log(a), *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -137,13 +127,11 @@ class Neg(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = -x``."""
         return -x
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = -g``."""
-        return (-g,)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (-grad_output,)
 
 
 class Exp(Function):
@@ -154,16 +142,14 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = exp(x)``."""
         out = np.exp(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * out``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (out,) = ctx.saved_tensors
-        return (g * out,)
+        return (grad_output * out,)
 
 
 class Log(Function):
@@ -174,15 +160,13 @@ class Log(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = log(x)``."""
         ctx.save_for_backward(x)
         return np.log(x)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g / x``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (x,) = ctx.saved_tensors
-        return (g / x,)
+        return (grad_output / x,)
 
 
 class Sqrt(Function):
@@ -193,16 +177,14 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = sqrt(x)``."""
         out = np.sqrt(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g / (2 * out)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (out,) = ctx.saved_tensors
-        return (g / (2 * out),)
+        return (grad_output / (2 * out),)
 
 
 class Tanh(Function):
@@ -213,19 +195,17 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = tanh(x)``."""
         out = np.tanh(x)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * (1 - out**2)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (out,) = ctx.saved_tensors
-        return (g * (1 - out * out),)
+        return (grad_output * (1 - out * out),)
 
 
-class ReLU(Function):
+class ReLUFn(Function):
     """``out = max(x, 0)``;  ``dx = g * (x > 0)``."""
 
     formula = "{out} = max({0}, 0)"
@@ -233,15 +213,13 @@ class ReLU(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = max(x, 0)``."""
         ctx.save_for_backward(x > 0)
         return np.maximum(x, 0)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * (x > 0)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (positive,) = ctx.saved_tensors
-        return (g * positive,)
+        return (grad_output * positive,)
 
 
 class Sigmoid(Function):
@@ -252,7 +230,6 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = 1 / (1 + exp(-x))``."""
         # exp of a non-positive number only, so neither branch overflows
         e = np.exp(-np.abs(x))
         out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
@@ -260,10 +237,9 @@ class Sigmoid(Function):
         return out
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * out * (1 - out)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (out,) = ctx.saved_tensors
-        return (g * out * (1 - out),)
+        return (grad_output * out * (1 - out),)
 
 
 class Abs(Function):
@@ -274,15 +250,13 @@ class Abs(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        """Forward: ``out = |x|``."""
         ctx.save_for_backward(x)
         return np.abs(x)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * sign(x)`` (0 at x = 0, as torch)."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (x,) = ctx.saved_tensors
-        return (g * np.sign(x),)
+        return (grad_output * np.sign(x),)
 
 
 class Cast(Function):
@@ -293,14 +267,12 @@ class Cast(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
-        """Forward: ``out = x.astype(dtype)``."""
         ctx.in_dtype = x.dtype
         return x.astype(dtype)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g.astype(x.dtype)``."""
-        return (g.astype(ctx.in_dtype),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (grad_output.astype(ctx.in_dtype),)
 
 
 def _bool_mask(op: str, mask: Any) -> np.ndarray:
@@ -318,7 +290,6 @@ class MaskedFill(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
-        """Forward: ``out = where(mask, value, x)``."""
         mask = _bool_mask("masked_fill", mask)
         if not broadcasts_to(mask.shape, x.shape):
             raise ValueError(
@@ -329,10 +300,9 @@ class MaskedFill(Function):
         return np.where(mask, np.asarray(value, dtype=x.dtype), x)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, None]:
-        """Backward: ``dx = where(mask, 0, g)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, None]:
         (mask,) = ctx.saved_tensors
-        return np.where(mask, 0, g).astype(g.dtype, copy=False), None
+        return np.where(mask, 0, grad_output).astype(grad_output.dtype, copy=False), None
 
 
 class Where(Function):
@@ -343,7 +313,6 @@ class Where(Function):
 
     @staticmethod
     def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
-        """Forward: ``out = where(cond, a, b)``."""
         cond = _bool_mask("where", cond)
         ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
         broadcast_shapes("where", cond.shape, ctx.a_meta[0], ctx.b_meta[0])
@@ -351,19 +320,18 @@ class Where(Function):
         return np.where(cond, a, b)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[None, Any, Any]:
-        """Backward: ``da = where(cond, g, 0)``, ``db = where(cond, 0, g)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any, Any]:
         (cond,) = ctx.saved_tensors
-        zero = np.zeros((), dtype=g.dtype)
-        da = unbroadcast(np.where(cond, g, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
-        db = unbroadcast(np.where(cond, zero, g), *ctx.b_meta) if ctx.needs_input_grad[2] else None
+        zero = np.zeros((), dtype=grad_output.dtype)
+        da = unbroadcast(np.where(cond, grad_output, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
+        db = unbroadcast(np.where(cond, zero, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to double precision
 
 
-class GELU(Function):
+class GELUFn(Function):
     """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = g * (Phi(x) + x * phi(x))``.
 
     With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
@@ -374,7 +342,6 @@ class GELU(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
-        """Forward: ``out = x * Phi(x)``, ``Phi`` the standard normal CDF."""
         if approximate == "none":
             cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
             dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
@@ -389,7 +356,6 @@ class GELU(Function):
         return x * cdf
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * (Phi(x) + x * phi(x))``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         x, cdf, dcdf = ctx.saved_tensors
-        return (g * (cdf + x * dcdf),)
+        return (grad_output * (cdf + x * dcdf),)

@@ -25,7 +25,6 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Forward: ``C = A @ B``."""
         a, b = np.asarray(a), np.asarray(b)
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
@@ -39,38 +38,34 @@ class MatMul(Function):
         return a @ b
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Backward: ``dA = dC @ B^T``,  ``dB = A^T @ dC``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         a, b = ctx.saved_tensors
         a2 = a[None, :] if a.ndim == 1 else a  # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b  # (..., k, m)
-        g2 = g
+        grad_output2 = grad_output
         if a.ndim == 1:
-            g2 = np.expand_dims(g2, -2 if b.ndim > 1 else 0)  # restore n = 1
+            grad_output2 = np.expand_dims(grad_output2, -2 if b.ndim > 1 else 0)  # restore n = 1
         if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)  # restore m = 1
+            grad_output2 = np.expand_dims(grad_output2, -1)  # restore m = 1
         da = db = None
         # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
-            # MUTANT: da = g2 @ b2
-            da = g2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
+            da = grad_output2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
             da = unbroadcast(da, a2.shape, a.dtype).reshape(a.shape)
         if ctx.needs_input_grad[1]:
             if b2.ndim == 2 and a2.ndim > 2:
                 # B is shared by the whole batch: sum over the batch inside one matmul,
                 # (batch*n, k)^T @ (batch*n, m), instead of batch matmuls summed after
                 k, m = b2.shape
-                # MUTANT: db = a2.reshape(-1, k).T @ g2.reshape(-1, m) / a2.shape[0]
-                db = a2.reshape(-1, k).T @ g2.reshape(-1, m)  # (k, m)
+                db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m)  # (k, m)
             else:
-                # MUTANT: db = np.swapaxes(g2, -1, -2) @ a2
-                db = np.swapaxes(a2, -1, -2) @ g2  # (..., k, n) @ (..., n, m) -> (..., k, m)
+                db = np.swapaxes(a2, -1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)
             db = unbroadcast(db, b2.shape, b.dtype).reshape(b.shape)
         # END TASK
         return da, db
 
 
-class Linear(Function):
+class LinearFn(Function):
     """``Y = X W^T + b``;  ``dX = dY W``,  ``dW = dY^T X``,  ``db = sum(dY)`` over all but the last dim.
 
     Shapes: ``X (..., in)``, ``W (out, in)``, ``b (out,)`` -> ``Y (..., out)``.
@@ -87,7 +82,6 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-        """Forward: ``Y = X W^T + b``."""
         if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
             raise ValueError(
                 f"linear: input of shape {x.shape} does not fit weight of shape {w.shape} "
@@ -97,23 +91,20 @@ class Linear(Function):
             raise ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
         ctx.save_for_backward(x, w)
         # BEGIN TASK linear_forward
-        # MUTANT: y = x @ w
         y = x @ w.T  # (..., in) @ (in, out) -> (..., out)
         if b is not None:
-            # MUTANT: y = y
             y += b
         # END TASK
         return y
 
     @staticmethod
-    def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """Backward: ``dX = dY W``,  ``dW = dY^T X``,  ``db = sum(dY)`` over all but the last dim."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         x, w = ctx.saved_tensors
         out_features, in_features = w.shape
-        dx = dy @ w if ctx.needs_input_grad[0] else None  # (..., out) @ (out, in) -> (..., in)
+        dx = grad_output @ w if ctx.needs_input_grad[0] else None  # (..., out) @ (out, in) -> (..., in)
         dw = db = None
         if ctx.needs_input_grad[1]:
-            dw = dy.reshape(-1, out_features).T @ x.reshape(-1, in_features)  # (out, N) @ (N, in) -> (out, in)
+            dw = grad_output.reshape(-1, out_features).T @ x.reshape(-1, in_features)  # (out, N) @ (N, in) -> (out, in)
         if ctx.needs_input_grad[2]:
-            db = dy.reshape(-1, out_features).sum(axis=0)  # (out,)
+            db = grad_output.reshape(-1, out_features).sum(axis=0)  # (out,)
         return dx, dw, db

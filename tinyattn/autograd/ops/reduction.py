@@ -24,15 +24,13 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
-        """Forward: ``out = sum(x, dim)``."""
         ctx.dims = normalize_dims("sum", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
         return np.sum(x, axis=ctx.dims, keepdims=keepdim)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g`` copied along the summed dims."""
-        return (_expand_back(g, ctx.dims, ctx.keepdim, ctx.shape),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (_expand_back(grad_output, ctx.dims, ctx.keepdim, ctx.shape),)
 
 
 class Mean(Function):
@@ -43,16 +41,14 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
-        """Forward: ``out = sum(x, dim) / N``."""
         ctx.dims = normalize_dims("mean", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
         ctx.count = int(np.prod([x.shape[d] for d in ctx.dims]))
         return np.mean(x, axis=ctx.dims, keepdims=keepdim)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g / N`` copied along the reduced dims."""
-        return (_expand_back(g / ctx.count, ctx.dims, ctx.keepdim, ctx.shape),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (_expand_back(grad_output / ctx.count, ctx.dims, ctx.keepdim, ctx.shape),)
 
 
 class Amax(Function):
@@ -67,7 +63,6 @@ class Amax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
-        """Forward: ``out = max(x, dim)``."""
         if x.size == 0:
             raise ValueError(f"amax: cannot reduce an empty tensor of shape {x.shape}")
         ctx.dims = normalize_dims("amax", dim, x.ndim)
@@ -77,12 +72,11 @@ class Amax(Function):
         return out if keepdim else np.squeeze(out, axis=ctx.dims)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g * (x == out) / (number of ties)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (is_max,) = ctx.saved_tensors
         ties = is_max.sum(axis=ctx.dims, keepdims=True)
-        g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
-        return ((is_max * (g / ties)).astype(g.dtype, copy=False),)
+        grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
+        return ((is_max * (grad_output / ties)).astype(grad_output.dtype, copy=False),)
 
 
 class Var(Function):
@@ -95,7 +89,6 @@ class Var(Function):
     def forward(
         ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool, correction: int
     ) -> np.ndarray:
-        """Forward: ``out = sum((x - mean)^2, dim) / (N - correction)``."""
         dims = normalize_dims("var", dim, x.ndim)
         count = int(np.prod([x.shape[d] for d in dims]))
         centered = x - np.mean(x, axis=dims, keepdims=True)
@@ -104,8 +97,7 @@ class Var(Function):
         return np.sum(centered * centered, axis=dims, keepdims=keepdim) / ctx.denom
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = 2 (x - mean) g / (N - correction)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (centered,) = ctx.saved_tensors
-        g = g if ctx.keepdim else np.expand_dims(g, ctx.dims)
-        return (2 * centered * g / ctx.denom,)
+        grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
+        return (2 * centered * grad_output / ctx.denom,)

@@ -24,7 +24,6 @@ class Reshape(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
-        """Forward: ``out = x.reshape(shape)``."""
         ctx.shape = x.shape
         try:
             return x.reshape(shape)
@@ -34,11 +33,9 @@ class Reshape(Function):
             ) from None
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g.reshape(x.shape)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK shape_backward
-        # MUTANT: return (g.T.reshape(ctx.shape),)
-        return (g.reshape(ctx.shape),)
+        return (grad_output.reshape(ctx.shape),)
         # END TASK
 
 
@@ -50,16 +47,13 @@ class Transpose(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
-        """Forward: ``out = swapaxes(x, dim0, dim1)``."""
         ctx.dims = normalize_dim("transpose", dim0, x.ndim), normalize_dim("transpose", dim1, x.ndim)
         return np.swapaxes(x, *ctx.dims)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = swapaxes(g, dim0, dim1)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK shape_backward
-        # MUTANT: return (g.reshape(np.swapaxes(g, *ctx.dims).shape),)
-        return (np.swapaxes(g, *ctx.dims),)
+        return (np.swapaxes(grad_output, *ctx.dims),)
         # END TASK
 
 
@@ -71,7 +65,6 @@ class Permute(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
-        """Forward: ``out = transpose(x, dims)``."""
         perm = tuple(normalize_dim("permute", d, x.ndim) for d in dims)
         if sorted(perm) != list(range(x.ndim)):
             raise ValueError(
@@ -81,9 +74,8 @@ class Permute(Function):
         return np.transpose(x, perm)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = transpose(g, argsort(dims))``."""
-        return (np.transpose(g, ctx.inverse),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (np.transpose(grad_output, ctx.inverse),)
 
 
 class Unsqueeze(Function):
@@ -94,14 +86,12 @@ class Unsqueeze(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
-        """Forward: ``out = expand_dims(x, dim)``."""
         ctx.shape = x.shape
         return np.expand_dims(x, normalize_dim("unsqueeze", dim, x.ndim + 1))
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g.reshape(x.shape)``."""
-        return (g.reshape(ctx.shape),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (grad_output.reshape(ctx.shape),)
 
 
 class Squeeze(Function):
@@ -112,7 +102,6 @@ class Squeeze(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
-        """Forward: ``out = x`` without size-1 dims."""
         ctx.shape = x.shape
         if dim is None:
             return np.squeeze(x)
@@ -120,9 +109,8 @@ class Squeeze(Function):
         return np.squeeze(x, axis=d) if x.ndim and x.shape[d] == 1 else x
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = g.reshape(x.shape)``."""
-        return (g.reshape(ctx.shape),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (grad_output.reshape(ctx.shape),)
 
 
 class Expand(Function):
@@ -133,7 +121,6 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
-        """Forward: ``out = broadcast_to(x, sizes)``."""
         lead = len(sizes) - x.ndim
         if lead < 0:
             raise ValueError(f"expand: cannot expand shape {x.shape} to fewer dims {tuple(sizes)}")
@@ -144,9 +131,8 @@ class Expand(Function):
         return np.broadcast_to(x, target)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = unbroadcast(g, x.shape)``."""
-        return (unbroadcast(g, ctx.shape, ctx.dtype),)
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (unbroadcast(grad_output, ctx.shape, ctx.dtype),)
 
 
 def _is_basic(index: Any) -> bool:
@@ -167,7 +153,6 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
-        """Forward: ``out = x[index]``."""
         ctx.index, ctx.shape, ctx.dtype = index, x.shape, x.dtype
         try:
             return np.asarray(x[index])
@@ -175,13 +160,12 @@ class GetItem(Function):
             raise IndexError(f"getitem: index {index!r} is invalid for shape {x.shape}: {err}") from None
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dx = zeros_like(x)`` with ``g`` added back at ``index``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         dx = np.zeros(ctx.shape, dtype=ctx.dtype)
         if _is_basic(ctx.index):
-            dx[ctx.index] = g
+            dx[ctx.index] = grad_output
         else:
-            np.add.at(dx, ctx.index, g)
+            np.add.at(dx, ctx.index, grad_output)
         return (dx,)
 
 
@@ -193,7 +177,6 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
-        """Forward: ``out = concatenate(xs, dim)``."""
         if not xs:
             raise ValueError("cat: expected a non-empty sequence of tensors")
         d = normalize_dim("cat", dim, xs[0].ndim)
@@ -207,9 +190,8 @@ class Cat(Function):
         return np.concatenate(xs, axis=d)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Backward: ``dx_i = g`` sliced back to ``x_i``'s part."""
-        return tuple(np.split(g, ctx.bounds, axis=ctx.dim))
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(np.split(grad_output, ctx.bounds, axis=ctx.dim))
 
 
 class Stack(Function):
@@ -220,7 +202,6 @@ class Stack(Function):
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
-        """Forward: ``out = stack(xs, dim)``."""
         if not xs:
             raise ValueError("stack: expected a non-empty sequence of tensors")
         for i, x in enumerate(xs):
@@ -230,6 +211,5 @@ class Stack(Function):
         return np.stack(xs, axis=ctx.dim)
 
     @staticmethod
-    def backward(ctx: Context, g: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Backward: ``dx_i = g`` indexed at ``i`` along ``dim``."""
-        return tuple(np.moveaxis(g, ctx.dim, 0))
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(np.moveaxis(grad_output, ctx.dim, 0))

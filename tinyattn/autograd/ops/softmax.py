@@ -25,7 +25,6 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
-        """Forward: ``Y = exp(X) / sum(exp(X), dim)``."""
         d = normalize_dim("softmax", dim, x.ndim)
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
@@ -38,13 +37,10 @@ class Softmax(Function):
         return y
 
     @staticmethod
-    def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dX = Y * (dY - sum(dY * Y, dim))``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
-        # MUTANT: return (y * dy,)
-        # MUTANT: return (y * (dy - np.sum(dy, axis=ctx.dim, keepdims=True)),)
-        return (y * (dy - np.sum(dy * y, axis=ctx.dim, keepdims=True)),)
+        return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)
         # END TASK
 
 
@@ -56,7 +52,6 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
-        """Forward: ``Y = X - log(sum(exp(X), dim))``."""
         d = normalize_dim("log_softmax", dim, x.ndim)
         shifted = x - np.max(x, axis=d, keepdims=True)
         y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
@@ -65,11 +60,8 @@ class LogSoftmax(Function):
         return y
 
     @staticmethod
-    def backward(ctx: Context, dy: np.ndarray) -> tuple[np.ndarray]:
-        """Backward: ``dX = dY - exp(Y) * sum(dY, dim)``."""
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK log_softmax_backward
         (y,) = ctx.saved_tensors
-        # MUTANT: return (dy - np.exp(y) * dy,)
-        # MUTANT: return (dy / np.exp(y),)
-        return (dy - np.exp(y) * np.sum(dy, axis=ctx.dim, keepdims=True),)
+        return (grad_output - np.exp(y) * np.sum(grad_output, axis=ctx.dim, keepdims=True),)
         # END TASK
