@@ -26,7 +26,7 @@ def test_self_check_passes_on_the_library(capsys):
     assert main(["check"]) == 0
     out = capsys.readouterr().out
     assert "0 hole(s)" in out and "HOLE" not in out
-    assert out.count("4. mutant killed") >= 15
+    assert out.count("4. mistake caught") >= 15
 
 
 def test_assign_grade_solve_end_to_end(tmp_path, capsys):

@@ -1,15 +1,15 @@
-"""Task markers: parsing, the refusals, and the student/mutant rewrites."""
+"""Task markers: parsing, the refusals, the common mistakes attached to them, and the student/mutant rewrites."""
 
 import ast
 
 import pytest
 
-from tinyattn.homework.markers import MarkerError, parse_file, rewrite, write_package
+from tinyattn.homework.markers import MarkerError, find_regions, parse_file, rewrite, write_package
+from tinyattn.homework.mistakes import Mistake
 
 SOURCE = '''def f(x):
     # BEGIN TASK double
     y = x + x
-    # MUTANT: return y + 1
     return y
     # END TASK
 
@@ -26,13 +26,33 @@ def lines(text=SOURCE):
     return text.split("\n")
 
 
-def test_parse_regions_stubs_and_mutants():
-    regions = parse_file("m.py", "m.py", lines())
-    assert [r.task for r in regions] == ["double", "square"]
-    double, square = regions
+MISTAKES = (Mistake("double", "return y", "return y + 1", "off by one"),)
+
+
+def regions_with_mistakes(mistakes=MISTAKES):
+    return find_regions({"m.py": lines()}, mistakes)
+
+
+def test_parse_regions_stubs_and_mistakes():
+    assert [r.task for r in parse_file("m.py", "m.py", lines())] == ["double", "square"]
+    (double,), (square,) = regions_with_mistakes().values()
     assert double.indent == "    " and square.stub == ["return None"]
     (mutant,) = double.mutants
     assert mutant.code == "return y + 1" and lines()[mutant.target].strip() == "return y" and mutant.line == 4
+    assert mutant.path == "m.py" and mutant.why == "off by one"
+
+
+@pytest.mark.parametrize(
+    "mistake,message",
+    [
+        (Mistake("double", "return x", "return 0", ""), "is not in the regions of task double"),
+        (Mistake("square", "y = x + x", "y = 0", ""), "is not in the regions of task square"),  # another task's line
+        (Mistake("triple", "return y", "return 0", ""), "task 'triple' has no region"),
+    ],
+)
+def test_a_mistake_must_name_one_line_of_its_task(mistake, message):
+    with pytest.raises(MarkerError, match=message):
+        regions_with_mistakes((mistake,))
 
 
 def test_student_copy_blanks_chosen_tasks_and_drops_every_marker():
@@ -52,7 +72,7 @@ def test_student_copy_blanks_chosen_tasks_and_drops_every_marker():
 
 
 def test_reference_and_mutant_rewrites_run():
-    regions = parse_file("m.py", "m.py", lines())
+    regions = [r for rs in regions_with_mistakes().values() for r in rs]
     reference, mutated = {}, {}
     exec("\n".join(rewrite(lines(), regions, blank=set())), reference)
     exec("\n".join(rewrite(lines(), regions, blank=set(), mutant=regions[0].mutants[0])), mutated)
@@ -67,8 +87,8 @@ def test_reference_and_mutant_rewrites_run():
         ("x = 1\n# END TASK", "without BEGIN"),
         ("# BEGIN TASK a\nx = 1\n", "never closed"),
         ("# BEGIN TASK a\n# just a comment\n# END TASK", "has no code"),
-        ("# BEGIN TASK a\nx = 1\n# MUTANT: x = 2\n# END TASK", "MUTANT has no code line"),
-        ("# MUTANT: x = 2\nx = 1", "outside a task region"),
+        ("# BEGIN TASK a\nx = 1\n# MUTANT: x = 2\n# END TASK", "belong in tinyattn/homework/mistakes.py"),
+        ("# STUB: x = 2\nx = 1", "outside a task region"),
         ("# BEGIN TASK\nx = 1\n# END TASK", "malformed"),
     ],
 )
@@ -83,3 +103,9 @@ def test_output_that_does_not_parse_is_refused(tmp_path):
     with pytest.raises(MarkerError, match="does not parse"):
         write_package({"pkg/m.py": text.split("\n")}, {"t": regions}, str(tmp_path), blank={"t"})
     assert not (tmp_path / "pkg" / "m.py").exists()
+
+
+def test_the_instructors_homework_note_leaves_every_copy():
+    text = '"""A module.\n\nHomework: the markers in this file\nmark tasks; see the docs.\n\nMore.\n"""\nx = 1'
+    out = "\n".join(rewrite(text.split("\n"), [], blank=set()))
+    assert out == '"""A module.\n\nMore.\n"""\nx = 1'

@@ -20,6 +20,9 @@ The contract between the graph and the tensors, all of it:
 This file also holds the small helpers every op shares: ``unbroadcast`` (the one
 place broadcasting is undone) and the argument checks. It imports no ``Tensor``:
 the ops below it work on arrays, and ``tensor.py`` above them wraps the results.
+
+Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
+``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
 """
 
 from __future__ import annotations

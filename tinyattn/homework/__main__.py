@@ -1,4 +1,4 @@
-"""``python -m tinyattn.homework assign|check|grade|solve|tasks`` (also ``tinyattn-homework``)."""
+"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes`` (also ``tinyattn-homework``)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("student_dir")
     s.add_argument("--tasks", required=True)
     sub.add_parser("tasks", help="list the tasks, their regions and their tests")
+    sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
     args = p.parse_args(argv)
 
     from . import commands
@@ -55,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "solve":
             commands.solve(args.student_dir, _task_list(args.tasks))
             print(f"restored the reference code of {args.tasks} in {args.student_dir}")
+        elif args.command == "mistakes":
+            commands.load()  # every mistake must still name a line of its task
+            print(commands.mistakes_markdown())
         elif args.command == "tasks":
             _, regions, tests, chosen = commands.load()
             for task in chosen:

@@ -113,7 +113,7 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
     1. the reference passes every test;
     2. the student copy (all chosen tasks blanked) fails every graded test;
     3. blanking each task alone fails at least one of its own tests;
-    4. every MUTANT fails at least one test of its task.
+    4. every common mistake (``mistakes.py``), planted alone, fails at least one test of its task.
     Returns ``(ok, table)``.
     """
     files, regions, tests, chosen = load(tasks)
@@ -132,7 +132,7 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
             for region in regions[task]:
                 for mutant in region.mutants:
                     subject = f"{task}: {region.path}:{mutant.line}"
-                    jobs.append(("4. mutant killed", subject, set(), mutant, region.path, own, "some fail"))
+                    jobs.append(("4. mistake caught", subject, set(), mutant, region.path, own, "some fail"))
 
         # Write every variant first, in this thread: ast.parse is not safe to call from several threads.
         roots = []
@@ -166,6 +166,17 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
     holes = sum(not r[3] for r in rows)
     lines.append(f"\n{len(rows)} checks, {holes} hole(s)")
     return holes == 0, "\n".join(lines)
+
+
+def mistakes_markdown() -> str:
+    """The "Common mistakes" table of docs/teaching.md, from ``mistakes.py``."""
+    from .mistakes import MISTAKES
+
+    lines = ["| task | instead of | a student writes | why it is wrong |", "| --- | --- | --- | --- |"]
+    for m in MISTAKES:
+        right = m.replaces.split("  #")[0]  # the shape comment is not part of the answer
+        lines.append(f"| `{m.task}` | `{right}` | `{m.wrong}` | {m.why} |")
+    return "\n".join(lines)
 
 
 def grade(

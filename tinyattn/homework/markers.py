@@ -5,16 +5,15 @@ A task region is a run of lines between two comments, so the reference runs unch
     def backward(ctx, grad_output):
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
-        # MUTANT: return (y * grad_output,)
         return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)
         # END TASK
 
 * In a student copy the region becomes ``# TODO(task <id>): ...`` and
   ``raise NotImplementedError("task <id>")`` at the ``BEGIN`` line's indentation,
   or the lines given by ``# STUB: <line>`` comments inside the region.
-* ``# MUTANT: <line>`` is a plausible wrong answer for the self-check: the
-  mutant variant replaces the next code line of the region with ``<line>``.
-  Mutants and markers never reach a student copy.
+* The plausible wrong answers (``mistakes.py``) each name a line of a region; a
+  mutant variant of the package has that one line replaced. Markers never
+  reach a student copy.
 * One task id may have several regions (e.g. two functions).
 """
 
@@ -25,11 +24,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from .mistakes import MISTAKES, Mistake
+
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN TASK (?P<id>[a-z][a-z0-9_]*)\s*$")
 END = re.compile(r"^\s*# END TASK\s*$")
 STUB = re.compile(r"^\s*# STUB: (?P<code>.*)$")
-MUTANT = re.compile(r"^\s*# MUTANT: (?P<code>.*)$")
-ANY_MARKER = re.compile(r"^\s*#\s*(BEGIN TASK|END TASK|STUB:|MUTANT:)")
+ANY_MARKER = re.compile(r"^\s*#\s*(BEGIN TASK|END TASK|STUB:|MUTANT:)")  # MUTANT: an old spelling, refused
 
 
 class MarkerError(ValueError):
@@ -38,11 +38,17 @@ class MarkerError(ValueError):
 
 @dataclass
 class Mutant:
-    """A wrong line: replaces ``target`` (an index into the file's lines)."""
+    """A wrong line: replaces line ``target`` (an index into the file's lines) of ``path``."""
 
     code: str
     target: int
-    line: int  # 1-based line of the MUTANT comment
+    path: str
+    why: str = ""
+
+    @property
+    def line(self) -> int:
+        """The 1-based line it replaces."""
+        return self.target + 1
 
 
 @dataclass
@@ -62,7 +68,6 @@ def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
     """Find the regions of one file, or raise ``MarkerError``."""
     regions: list[Region] = []
     current: Region | None = None
-    pending_mutants: list[tuple[str, int]] = []
     for i, line in enumerate(lines):
         where = f"{rel}:{i + 1}"
         if m := BEGIN.match(line):
@@ -72,8 +77,6 @@ def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
         elif END.match(line):
             if current is None:
                 raise MarkerError(f"{where}: END TASK without BEGIN TASK")
-            if pending_mutants:
-                raise MarkerError(f"{rel}:{pending_mutants[0][1]}: MUTANT has no code line after it in its region")
             current.end = i
             if not any(not _is_comment(x) for x in lines[current.begin + 1 : i]):
                 raise MarkerError(f"{rel}:{current.begin + 1}: task {current.task} has no code")
@@ -83,16 +86,10 @@ def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
             if current is None:
                 raise MarkerError(f"{where}: STUB outside a task region")
             current.stub.append(m["code"])
-        elif m := MUTANT.match(line):
-            if current is None:
-                raise MarkerError(f"{where}: MUTANT outside a task region")
-            pending_mutants.append((m["code"], i + 1))
         elif ANY_MARKER.search(line):
+            if "MUTANT:" in line:
+                raise MarkerError(f"{where}: wrong answers belong in tinyattn/homework/mistakes.py, not in the source")
             raise MarkerError(f"{where}: malformed task marker: {line.strip()!r}")
-        elif current is not None and pending_mutants and not _is_comment(line):
-            for code, at in pending_mutants:
-                current.mutants.append(Mutant(code, i, at))
-            pending_mutants = []
     if current is not None:
         raise MarkerError(f"{rel}:{current.begin + 1}: BEGIN TASK {current.task} is never closed by END TASK")
     return regions
@@ -116,13 +113,35 @@ def package_files(package_dir: str) -> dict[str, list[str]]:
     return files
 
 
-def find_regions(files: dict[str, list[str]]) -> dict[str, list[Region]]:
-    """``task id -> its regions`` over all files."""
+def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] = MISTAKES) -> dict[str, list[Region]]:
+    """``task id -> its regions`` over all files, each region with the mistakes that target it."""
     tasks: dict[str, list[Region]] = {}
     for rel, lines in files.items():
         for region in parse_file(rel, rel, lines):
             tasks.setdefault(region.task, []).append(region)
+    for mistake in mistakes:
+        attach(mistake, tasks, files)
     return tasks
+
+
+def attach(mistake: Mistake, tasks: dict[str, list[Region]], files: dict[str, list[str]]) -> None:
+    """Find the one reference line ``mistake`` replaces in its task's regions; add it there as a ``Mutant``."""
+    if mistake.task not in tasks:
+        raise MarkerError(f"mistakes.py: task {mistake.task!r} has no region in the source")
+    found = [
+        (region, i)
+        for region in tasks[mistake.task]
+        for i in range(region.begin + 1, region.end)
+        if files[region.path][i].strip() == mistake.replaces
+    ]
+    if len(found) != 1:
+        how = "is not" if not found else f"is {len(found)} times"
+        raise MarkerError(
+            f"mistakes.py: the line {mistake.replaces!r} {how} in the regions of task {mistake.task} "
+            "(did the reference change?)"
+        )
+    region, i = found[0]
+    region.mutants.append(Mutant(mistake.wrong, i, region.path, mistake.why))
 
 
 def _stub_lines(region: Region) -> list[str]:
@@ -136,7 +155,24 @@ def _stub_lines(region: Region) -> list[str]:
 
 
 def _reference_lines(lines: list[str], region: Region) -> list[str]:
-    return [x for x in lines[region.begin + 1 : region.end] if not STUB.match(x) and not MUTANT.match(x)]
+    return [x for x in lines[region.begin + 1 : region.end] if not STUB.match(x)]
+
+
+def _without_homework_note(lines: list[str]) -> list[str]:
+    """Drop the "Homework: ..." paragraph of a module docstring (it speaks to instructors) and the blank line before."""
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if line.startswith("Homework: "):
+            skipping = True
+            if out and not out[-1].strip():
+                out.pop()
+            continue
+        if skipping and line.strip() and not line.startswith('"""'):
+            continue
+        skipping = False
+        out.append(line)
+    return out
 
 
 def rewrite(
@@ -145,6 +181,7 @@ def rewrite(
     """One file's text with the tasks in ``blank`` stubbed, the rest as reference, markers removed.
 
     With ``mutant``, the line it targets is replaced by the wrong code (same indentation).
+    The module docstring's "Homework: ..." note goes too: the copy has no markers left.
     """
     out: list[str] = []
     i = 0
@@ -159,7 +196,7 @@ def rewrite(
             out.extend(_stub_lines(region))
         else:
             for j in range(region.begin + 1, region.end):
-                if STUB.match(lines[j]) or MUTANT.match(lines[j]):
+                if STUB.match(lines[j]):
                     continue
                 if mutant is not None and j == mutant.target:
                     indent = lines[j][: len(lines[j]) - len(lines[j].lstrip())]
@@ -167,7 +204,7 @@ def rewrite(
                 else:
                     out.append(lines[j])
         i = region.end + 1
-    return out
+    return _without_homework_note(out)
 
 
 def write_package(

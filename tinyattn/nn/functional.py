@@ -9,8 +9,8 @@ Attention masks come in two polarities, exactly as in PyTorch:
 
 A float mask is always *added* to the scores (``-inf`` blocks a key).
 
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
+Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
+``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
 """
 
 from __future__ import annotations

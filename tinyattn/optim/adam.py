@@ -1,7 +1,7 @@
 """Adam (Kingma & Ba, 2015) and AdamW (Loshchilov & Hutter, 2019), with torch's update rules.
 
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
+Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
+``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
 """
 
 from __future__ import annotations

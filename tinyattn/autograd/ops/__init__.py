@@ -1,8 +1,11 @@
-"""Every op of tinyattn, each a ``Function`` with its forward and backward side by side.
+"""Every op of tinyattn, each a ``Function`` on arrays with its forward and backward side by side.
 
-- ``elementwise.py``: ``+ - * / **``, ``exp log sqrt tanh relu sigmoid abs``, ``where``, ``masked_fill``
-- ``matmul.py``: ``@``
-- ``reduction.py``: ``sum mean amax var``
-- ``shape.py``: ``reshape transpose permute unsqueeze squeeze expand``, indexing, ``cat stack split``
-- ``softmax.py``: ``softmax log_softmax``
+- ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
+- ``matmul.py``: ``MatMul LinearFn``
+- ``reduction.py``: ``Sum Mean Amax Var``
+- ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack``
+- ``softmax.py``: ``Softmax LogSoftmax``
+
+A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
+``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays.
 """

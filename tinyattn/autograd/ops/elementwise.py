@@ -1,7 +1,7 @@
 """Elementwise ops. Binary ops broadcast like NumPy; backward undoes it with ``unbroadcast``.
 
-For ``out = f(a, b)`` with upstream gradient ``g = dL/dout`` each backward returns
-``dL/da = unbroadcast(g * df/da)`` and ``dL/db = unbroadcast(g * df/db)``.
+For ``out = f(a, b)`` with upstream gradient ``dout = dL/dout`` (``grad_output`` in the code) each backward returns
+``dL/da = unbroadcast(dout * df/da)`` and ``dL/db = unbroadcast(dout * df/db)``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _save_operands(ctx: Context, op: str, a: Any, b: Any) -> None:
 
 
 class Add(Function):
-    """``out = a + b``;  ``da = g``, ``db = g`` (each unbroadcast)."""
+    """``out = a + b``;  ``da = dout``, ``db = dout`` (each unbroadcast)."""
 
     formula = "{out} = {0} + {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = d{out}")
@@ -42,7 +42,7 @@ class Add(Function):
 
 
 class Sub(Function):
-    """``out = a - b``;  ``da = g``, ``db = -g``."""
+    """``out = a - b``;  ``da = dout``, ``db = -dout``."""
 
     formula = "{out} = {0} − {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = −d{out}")
@@ -58,7 +58,7 @@ class Sub(Function):
 
 
 class Mul(Function):
-    """``out = a * b``;  ``da = g * b``, ``db = g * a``."""
+    """``out = a * b``;  ``da = dout * b``, ``db = dout * a``."""
 
     formula = "{out} = {0} ⊙ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1}", "d{1} = d{out} ⊙ {0}")
@@ -79,7 +79,7 @@ class Mul(Function):
 
 
 class Div(Function):
-    """``out = a / b``;  ``da = g / b``, ``db = -g * a / b**2``."""
+    """``out = a / b``;  ``da = dout / b``, ``db = -dout * a / b**2``."""
 
     formula = "{out} = {0} / {1}"
     grad_formulas = ("d{0} = d{out} / {1}", "d{1} = −d{out} ⊙ {0} / {1}²")
@@ -99,7 +99,7 @@ class Div(Function):
 
 
 class Pow(Function):
-    """``out = a ** b``;  ``da = g * b * a**(b-1)``, ``db = g * out * log(a)``."""
+    """``out = a ** b``;  ``da = dout * b * a**(b-1)``, ``db = dout * out * log(a)``."""
 
     formula = "{out} = {0} ^ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1} ⊙ {0}^({1} − 1)", "d{1} = d{out} ⊙ {out} ⊙ log({0})")
@@ -120,7 +120,7 @@ class Pow(Function):
 
 
 class Neg(Function):
-    """``out = -x``;  ``dx = -g``."""
+    """``out = -x``;  ``dx = -dout``."""
 
     formula = "{out} = −{0}"
     grad_formulas = ("d{0} = −d{out}",)
@@ -135,7 +135,7 @@ class Neg(Function):
 
 
 class Exp(Function):
-    """``out = exp(x)``;  ``dx = g * out``."""
+    """``out = exp(x)``;  ``dx = dout * out``."""
 
     formula = "{out} = exp({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out}",)
@@ -153,7 +153,7 @@ class Exp(Function):
 
 
 class Log(Function):
-    """``out = log(x)``;  ``dx = g / x``."""
+    """``out = log(x)``;  ``dx = dout / x``."""
 
     formula = "{out} = log({0})"
     grad_formulas = ("d{0} = d{out} / {0}",)
@@ -170,7 +170,7 @@ class Log(Function):
 
 
 class Sqrt(Function):
-    """``out = sqrt(x)``;  ``dx = g / (2 * out)``."""
+    """``out = sqrt(x)``;  ``dx = dout / (2 * out)``."""
 
     formula = "{out} = sqrt({0})"
     grad_formulas = ("d{0} = d{out} / (2 {out})",)
@@ -188,7 +188,7 @@ class Sqrt(Function):
 
 
 class Tanh(Function):
-    """``out = tanh(x)``;  ``dx = g * (1 - out**2)``."""
+    """``out = tanh(x)``;  ``dx = dout * (1 - out**2)``."""
 
     formula = "{out} = tanh({0})"
     grad_formulas = ("d{0} = d{out} ⊙ (1 − {out}²)",)
@@ -206,7 +206,7 @@ class Tanh(Function):
 
 
 class ReLUFn(Function):
-    """``out = max(x, 0)``;  ``dx = g * (x > 0)``."""
+    """``out = max(x, 0)``;  ``dx = dout * (x > 0)``."""
 
     formula = "{out} = max({0}, 0)"
     grad_formulas = ("d{0} = d{out} ⊙ [{0} > 0]",)
@@ -223,7 +223,7 @@ class ReLUFn(Function):
 
 
 class Sigmoid(Function):
-    """``out = 1 / (1 + exp(-x))``;  ``dx = g * out * (1 - out)``."""
+    """``out = 1 / (1 + exp(-x))``;  ``dx = dout * out * (1 - out)``."""
 
     formula = "{out} = σ({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out} ⊙ (1 − {out})",)
@@ -243,7 +243,7 @@ class Sigmoid(Function):
 
 
 class Abs(Function):
-    """``out = |x|``;  ``dx = g * sign(x)`` (0 at x = 0, as torch)."""
+    """``out = |x|``;  ``dx = dout * sign(x)`` (0 at x = 0, as torch)."""
 
     formula = "{out} = |{0}|"
     grad_formulas = ("d{0} = d{out} ⊙ sign({0})",)
@@ -260,7 +260,7 @@ class Abs(Function):
 
 
 class Cast(Function):
-    """``out = x.astype(dtype)``;  ``dx = g.astype(x.dtype)``."""
+    """``out = x.astype(dtype)``;  ``dx = dout.astype(x.dtype)``."""
 
     formula = "{out} = {0} (new dtype)"
     grad_formulas = ("d{0} = d{out} (cast back)",)
@@ -283,7 +283,7 @@ def _bool_mask(op: str, mask: Any) -> np.ndarray:
 
 
 class MaskedFill(Function):
-    """``out = where(mask, value, x)``;  ``dx = where(mask, 0, g)``."""
+    """``out = where(mask, value, x)``;  ``dx = where(mask, 0, dout)``."""
 
     formula = "{out} = masked_fill({0}, mask, value)"
     grad_formulas = ("d{0} = d{out} with the masked entries set to 0", "")
@@ -306,7 +306,7 @@ class MaskedFill(Function):
 
 
 class Where(Function):
-    """``out = where(cond, a, b)``;  ``da = where(cond, g, 0)``, ``db = where(cond, 0, g)``."""
+    """``out = where(cond, a, b)``;  ``da = where(cond, dout, 0)``, ``db = where(cond, 0, dout)``."""
 
     formula = "{out} = where(cond, {1}, {2})"
     grad_formulas = ("", "d{1} = d{out} where cond, else 0", "d{2} = d{out} where not cond, else 0")
@@ -332,7 +332,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to d
 
 
 class GELUFn(Function):
-    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = g * (Phi(x) + x * phi(x))``.
+    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = dout * (Phi(x) + x * phi(x))``.
 
     With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
     """

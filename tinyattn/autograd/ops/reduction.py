@@ -1,4 +1,4 @@
-"""Reductions over one or more dims. Backward spreads ``g`` back over the reduced dims."""
+"""Reductions over one or more dims. Backward spreads ``dout`` back over the reduced dims."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import numpy as np
 from ..function import Context, Function, normalize_dims
 
 
-def _expand_back(g: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:
-    """Re-insert the reduced dims of ``g`` (if dropped) and broadcast it to ``shape``."""
+def _expand_back(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """Re-insert the reduced dims of ``grad`` (if dropped) and broadcast it to ``shape``."""
     if not keepdim:
-        g = np.expand_dims(g, dims)
-    return np.broadcast_to(g, shape)
+        grad = np.expand_dims(grad, dims)
+    return np.broadcast_to(grad, shape)
 
 
 class Sum(Function):
-    """``out = sum(x, dim)``;  ``dx = g`` copied along the summed dims."""
+    """``out = sum(x, dim)``;  ``dx = dout`` copied along the summed dims."""
 
     formula = "{out} = sum({0})"
     grad_formulas = ("d{0} = d{out} copied along the summed dims",)
@@ -34,7 +34,7 @@ class Sum(Function):
 
 
 class Mean(Function):
-    """``out = sum(x, dim) / N``;  ``dx = g / N`` copied along the reduced dims."""
+    """``out = sum(x, dim) / N``;  ``dx = dout / N`` copied along the reduced dims."""
 
     formula = "{out} = mean({0})"
     grad_formulas = ("d{0} = d{out} / N copied along the averaged dims",)
@@ -52,7 +52,7 @@ class Mean(Function):
 
 
 class Amax(Function):
-    """``out = max(x, dim)``;  ``dx = g * (x == out) / (number of ties)``.
+    """``out = max(x, dim)``;  ``dx = dout * (x == out) / (number of ties)``.
 
     Where several elements tie for the maximum they share the gradient equally,
     as in torch's ``amax``.
@@ -80,7 +80,7 @@ class Amax(Function):
 
 
 class Var(Function):
-    """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) g / (N - correction)``."""
+    """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) dout / (N - correction)``."""
 
     formula = "{out} = var({0})"
     grad_formulas = ("d{0} = 2 ({0} − mean) ⊙ d{out} / (N − correction)",)

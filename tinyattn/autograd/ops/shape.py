@@ -3,8 +3,8 @@
 Their backward applies the inverse movement to the gradient: reshape it back,
 transpose it back, scatter it back to where the elements came from.
 
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
+Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
+``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..function import Context, Function, broadcasts_to, normalize_dim, unbroadc
 
 
 class Reshape(Function):
-    """``out = x.reshape(shape)``;  ``dx = g.reshape(x.shape)``."""
+    """``out = x.reshape(shape)``;  ``dx = dout.reshape(x.shape)``."""
 
     formula = "{out} = {0}.reshape{out_shape}"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -40,7 +40,7 @@ class Reshape(Function):
 
 
 class Transpose(Function):
-    """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(g, dim0, dim1)``."""
+    """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(dout, dim0, dim1)``."""
 
     formula = "{out} = {0}.transpose{dims}"
     grad_formulas = ("d{0} = d{out}.transpose{dims}",)
@@ -58,7 +58,7 @@ class Transpose(Function):
 
 
 class Permute(Function):
-    """``out = transpose(x, dims)``;  ``dx = transpose(g, argsort(dims))``."""
+    """``out = transpose(x, dims)``;  ``dx = transpose(dout, argsort(dims))``."""
 
     formula = "{out} = {0}.permute(p)"
     grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
@@ -79,7 +79,7 @@ class Permute(Function):
 
 
 class Unsqueeze(Function):
-    """``out = expand_dims(x, dim)``;  ``dx = g.reshape(x.shape)``."""
+    """``out = expand_dims(x, dim)``;  ``dx = dout.reshape(x.shape)``."""
 
     formula = "{out} = {0}.unsqueeze(…)"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -95,7 +95,7 @@ class Unsqueeze(Function):
 
 
 class Squeeze(Function):
-    """``out = x`` without size-1 dims;  ``dx = g.reshape(x.shape)``."""
+    """``out = x`` without size-1 dims;  ``dx = dout.reshape(x.shape)``."""
 
     formula = "{out} = {0}.squeeze()"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -114,7 +114,7 @@ class Squeeze(Function):
 
 
 class Expand(Function):
-    """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(g, x.shape)``."""
+    """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(dout, x.shape)``."""
 
     formula = "{out} = {0}.expand(…)"
     grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
@@ -142,7 +142,7 @@ def _is_basic(index: Any) -> bool:
 
 
 class GetItem(Function):
-    """``out = x[index]``;  ``dx = zeros_like(x)`` with ``g`` added back at ``index``.
+    """``out = x[index]``;  ``dx = zeros_like(x)`` with ``dout`` added back at ``index``.
 
     Integer-array indexes may pick an element twice, so the scatter uses
     ``np.add.at``, which accumulates repeats instead of overwriting them.
@@ -170,7 +170,7 @@ class GetItem(Function):
 
 
 class Cat(Function):
-    """``out = concatenate(xs, dim)``;  ``dx_i = g`` sliced back to ``x_i``'s part."""
+    """``out = concatenate(xs, dim)``;  ``dx_i = dout`` sliced back to ``x_i``'s part."""
 
     formula = "{out} = cat(inputs)"
     grad_formulas = ("d{i} = the part of d{out} where {i} was placed",)
@@ -195,7 +195,7 @@ class Cat(Function):
 
 
 class Stack(Function):
-    """``out = stack(xs, dim)``;  ``dx_i = g`` indexed at ``i`` along ``dim``."""
+    """``out = stack(xs, dim)``;  ``dx_i = dout`` indexed at ``i`` along ``dim``."""
 
     formula = "{out} = stack(inputs)"
     grad_formulas = ("d{i} = d{out}[i] along the stacked dim",)

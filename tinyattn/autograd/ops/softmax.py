@@ -2,8 +2,8 @@
 
 Both subtract the row maximum before ``exp`` so huge logits do not overflow.
 
-Homework: comments in this file mark the parts that ``python -m tinyattn.homework`` blanks for
-students, and plausible wrong answers (mutants) its tests must catch; see docs/teaching.md.
+Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
+``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
 """
 
 from __future__ import annotations
