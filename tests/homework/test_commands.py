@@ -111,3 +111,17 @@ def test_assign_refuses_unknown_or_untested_tasks_and_nonempty_out(tmp_path, mon
     with pytest.raises(MarkerError, match="no test: adam_step"):
         commands.assign(str(tmp_path / "c"), ["adam_step"])
     assert not (tmp_path / "c").exists()
+
+
+def test_teaching_docs_list_the_common_mistakes_as_generated(capsys):
+    import pathlib
+
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "teaching.md").read_text(encoding="utf-8")
+    begin = "<!-- BEGIN GENERATED: python -m tinyattn.homework mistakes -->\n"
+    generated = doc.split(begin)[1].split("<!-- END GENERATED -->")[0].rstrip("\n")
+    assert main(["mistakes"]) == 0
+    printed = capsys.readouterr().out.rstrip("\n")
+    assert generated == printed, "docs/teaching.md is stale: paste `python -m tinyattn.homework mistakes`"
+    from tinyattn.homework.mistakes import MISTAKES
+
+    assert printed.count("\n| `") == len(MISTAKES)
