@@ -14,7 +14,7 @@ def traced_mha(seed=0, **forward_kwargs):
     rng = np.random.default_rng(seed)
     x = ta.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True).named("X")
     with trace() as steps:
-        out, _ = mha(x, x, x, need_weights=False, **forward_kwargs)
+        out, _ = mha(x, x, x, need_weights=True, **forward_kwargs)
         out.backward(rng.standard_normal(out.shape))
     return mha, x, steps
 
@@ -80,7 +80,7 @@ def test_trace_accumulates_like_backward():
     twin = nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
     rng = np.random.default_rng(0)
     x2 = ta.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True)
-    out, _ = twin(x2, x2, x2, need_weights=False)
+    out, _ = twin(x2, x2, x2, need_weights=True)
     out.backward(rng.standard_normal(out.shape))
     np.testing.assert_allclose(x.grad, x2.grad)
 

@@ -3,6 +3,7 @@
     python -m tinyattn.explain                      # the chapter's size: B=3, n=5, d_model=16, h=2
     python -m tinyattn.explain --kv-len 7           # cross-attention: keys/values from another sequence
     python -m tinyattn.explain --mask causal        # or: padding
+    python -m tinyattn.explain --fused              # attention as one FlashAttention step
     python -m tinyattn.explain --graph graph.png    # also draw the computation graph (--dot graph.dot)
 
 It builds a MultiheadAttention, runs it forward on random inputs, sets
@@ -59,7 +60,8 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
         padding[:, S - 1] = True  # the last key of every sequence is padding
         kwargs["key_padding_mask"] = padding
     with trace() as steps:
-        out, _ = mha(query, key, value, need_weights=False, **kwargs)
+        # need_weights=True: the composed path, one op per step; False: FlashAttention, one fused step
+        out, _ = mha(query, key, value, need_weights=not args.fused, **kwargs)
         out.backward(rng.standard_normal(out.shape))  # R = dL/d attn_output
     return mha, inputs, steps
 
@@ -101,6 +103,13 @@ def walkthrough(args: argparse.Namespace) -> str:
         "gets the sum of its contributions.",
         "",
     ]
+    if args.fused:
+        lines[2:2] = [
+            "Attention is one FlashAttention step here (need_weights=False): its forward walks the keys in blocks",
+            "with an online softmax and keeps only the output and each row's log-sum-exp; its backward recomputes",
+            "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py).",
+            "",
+        ]
     if args.table:
         lines.append(steps.table())
     else:
@@ -141,6 +150,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mask", choices=["none", "causal", "padding"], default="none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--table", action="store_true", help="one line per gradient instead of the walkthrough")
+    p.add_argument(
+        "--fused", action="store_true",
+        help="attention as one FlashAttention step (what need_weights=False runs) instead of its composed ops",
+    )
     p.add_argument("--graph", metavar="PATH", help="save a picture of the graph (.png or .svg)")
     p.add_argument("--dot", metavar="PATH", help="save the graph as Graphviz DOT")
     p.add_argument("--docs-block", action="store_true", help="print the generated part of docs/gradients.md")

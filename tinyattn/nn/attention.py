@@ -181,8 +181,8 @@ class MultiheadAttention(Module):
         b_o = self.out_proj.bias
         attn_output, attn_weights = F.multi_head_attention(
             query, key, value, self.num_heads, (w_q, w_k, w_v, self.out_proj.weight), (b_q, b_k, b_v, b_o),
-            mask, self.dropout if self.training else 0.0, extra_kv,
-        )  # (B, L, E), (B, h, L, S)
+            mask, self.dropout if self.training else 0.0, extra_kv, need_weights,
+        )  # (B, L, E), (B, h, L, S) or None: need_weights=False takes FlashAttention, as torch's fast path does
 
         if not batched:  # back to the caller's layout
             attn_output = attn_output.squeeze(0)  # (L, E)

@@ -23,6 +23,7 @@ import numpy as np
 from ..autograd import Tensor, cat, default_generator, tensor
 from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
+from ..autograd.ops.flash_attention import FlashAttention
 from ..autograd.ops.matmul import LinearFn
 
 
@@ -201,7 +202,8 @@ def multi_head_attention(
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
     extra_kv: tuple[Tensor, Tensor] | None = None,
-) -> tuple[Tensor, Tensor]:
+    need_weights: bool = True,
+) -> tuple[Tensor, Tensor | None]:
     """The chapter's five steps: ``MultiHead(X) = Concat(head_1, ..., head_h) W^Oᵀ + b^O``.
 
     Shapes: ``query (B, L, E_q)``, ``key (B, S, E_k)``, ``value (B, S, E_v)``;
@@ -209,7 +211,8 @@ def multi_head_attention(
     ``biases`` the four matching ``(E,)`` vectors (or None); ``mask`` additive,
     broadcastable to ``(B, h, L, S)``; ``extra_kv``: ``(B, m, E)`` rows appended to K
     and V after the projections (``add_bias_kv``, ``add_zero_attn``; ``S`` then counts
-    them). Returns ``attn_output (B, L, E)`` and the attention weights ``P (B, h, L, S)``.
+    them). Returns ``attn_output (B, L, E)`` and the attention weights ``P (B, h, L, S)``;
+    with ``need_weights=False`` step 3 is FlashAttention, which never forms ``P`` (None).
     ``MultiheadAttention`` wraps this with torch's layouts, masks and options.
     """
     w_q, w_k, w_v, w_o = weights
@@ -232,7 +235,10 @@ def multi_head_attention(
     # END TASK
 
     # 3. head_i = softmax(Q_i K_iᵀ / √d_k + M) V_i, all heads at once
-    heads, p = attention(q, k, v, mask, dropout_p)  # (B, h, L, d_k), (B, h, L, S)
+    if need_weights:
+        heads, p = attention(q, k, v, mask, dropout_p)  # (B, h, L, d_k), (B, h, L, S)
+    else:  # the same heads by FlashAttention: P is never stored
+        heads, p = scaled_dot_product_attention(q, k, v, mask, dropout_p), None
     heads.name = "heads"
 
     # 4. Concat(head_1, ..., head_h): (B, h, L, d_k) -> (B, L, h, d_k) -> (B, L, E)
@@ -253,36 +259,54 @@ def scaled_dot_product_attention(
     dropout_p: float = 0.0,
     is_causal: bool = False,
     scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    block_size: int = 128,
 ) -> Tensor:
-    """torch's SDPA: ``softmax(Q K^T * scale + mask) V``.
+    """torch's SDPA: ``softmax(Q Kᵀ · scale + mask) V``, computed by FlashAttention (``ops/flash_attention.py``).
 
+    Shapes: ``query (..., L, d)``, ``key (..., S, d)``, ``value (..., S, d_v)`` -> ``(..., L, d_v)``.
     **Mask polarity:** a bool ``attn_mask`` is True where attention is *allowed*
-    (the opposite of MultiheadAttention's masks). A float mask is added.
-    ``is_causal`` masks keys after the query (top-left aligned), and excludes ``attn_mask``.
+    (the opposite of MultiheadAttention's masks); a float mask is added.
+    ``is_causal`` lets query ``i`` see keys ``j ≤ i`` (top-left aligned) and excludes
+    ``attn_mask``. ``enable_gqa``: ``key``/``value`` may have fewer heads (dim -3),
+    each shared by a group of query heads. ``block_size`` is the number of keys per
+    FlashAttention block (any positive int; it changes speed and memory, not the result).
     """
+    op = "scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor) or t.ndim < 2:
+            raise ValueError(f"{op}: {name} must be a Tensor with at least 2 dims, got {getattr(t, 'shape', t)!r}")
     if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"scaled_dot_product_attention: query {query.shape} and key {key.shape} differ in the last dim"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"scaled_dot_product_attention: key {key.shape} and value {value.shape} differ in length (dim -2)"
-        )
+        raise ValueError(f"{op}: query {query.shape} and key {key.shape} differ in the last dim")
+    if key.shape[-2] != value.shape[-2] or key.shape[:-2] != value.shape[:-2]:
+        raise ValueError(f"{op}: key {key.shape} and value {value.shape} differ outside the last dim")
+    batch_q, batch_k = query.shape[:-2], key.shape[:-2]
+    if enable_gqa and query.ndim >= 3 and key.ndim == query.ndim and batch_q[:-1] == batch_k[:-1]:
+        if batch_q[-1] % batch_k[-1]:
+            raise ValueError(f"{op}: query heads {batch_q[-1]} are not a multiple of key/value heads {batch_k[-1]}")
+    elif batch_q != batch_k:
+        hint = "" if enable_gqa else " (pass enable_gqa=True for fewer key/value heads)"
+        raise ValueError(f"{op}: query {query.shape} and key {key.shape} differ in their batch dims{hint}")
+    if not (isinstance(block_size, int) and block_size > 0):
+        raise ValueError(f"{op}: block_size must be a positive int, got {block_size!r}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     L, S = query.shape[-2], key.shape[-2]
     mask = None
-    if is_causal:
-        if attn_mask is not None:
-            raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not both")
-        attn_mask = np.tril(np.ones((L, S), dtype=bool))
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: give attn_mask or is_causal=True, not both")
     if attn_mask is not None:
-        mask = additive_mask(attn_mask, "scaled_dot_product_attention: attn_mask", query.dtype, true_means="attend")
-        if not broadcasts_to(mask.shape, query.shape[:-2] + (L, S)):
+        mask = additive_mask(attn_mask, f"{op}: attn_mask", query.dtype, true_means="attend")
+        if not broadcasts_to(mask.shape, batch_q + (L, S)):
             raise ValueError(
-                f"scaled_dot_product_attention: attn_mask of shape {mask.shape} does not broadcast to "
-                f"the scores' shape {query.shape[:-2] + (L, S)}"
+                f"{op}: attn_mask of shape {mask.shape} does not broadcast to the scores' shape {batch_q + (L, S)}"
             )
-    out, _ = attention(query, key, value, mask, dropout_p, scale)
-    return out
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    seed = int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
+    return FlashAttention.apply(
+        query, key, value, mask, scale=scale, is_causal=is_causal, dropout_p=dropout_p, block_size=block_size, seed=seed
+    )
 
 
 __all__ = [

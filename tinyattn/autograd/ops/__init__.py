@@ -5,7 +5,9 @@
 - ``reduction.py``: ``Sum Mean Amax Var``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack``
 - ``softmax.py``: ``Softmax LogSoftmax``
+- ``flash_attention.py``: ``FlashAttention``
 
+``FlashAttention`` is ``softmax(Q Kᵀ · scale + M) V`` as one op that never stores ``P``.
 A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
 ``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays.
 """

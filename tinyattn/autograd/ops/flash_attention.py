@@ -1,0 +1,203 @@
+"""FlashAttention (Dao et al., 2022) in NumPy: attention that never stores the n×n matrix.
+
+Composed attention, ``P = softmax(S)`` with ``S = Q Kᵀ · scale + M``, keeps ``P``
+``(L, S)`` for its backward: at n = 2048 with 8 heads that is 128 MiB per example
+in float32, and every pass over it (scale, max, exp, sum, divide; in backward four
+more) streams it through memory. FlashAttention walks over the keys in blocks of
+``block_size`` instead:
+
+* **Forward (Algorithm 1).** For each key block ``j`` it computes the scores
+  ``S_j (L, B_c)``, and keeps, per query row, a running maximum ``m``, a running
+  sum ``ℓ`` of ``exp(S - m)``, and a running output ``acc = Σ_j exp(S_j - m) V_j``.
+  When a block raises the maximum from ``m`` to ``m'``, everything summed so far
+  is rescaled by ``exp(m - m')`` (the online softmax), so at the end
+  ``O = acc / ℓ`` is exactly ``softmax(S) V``. It saves only ``O (L, d_v)`` and the
+  log-sum-exp ``LSE = m + log ℓ (L,)`` per row: O(n) memory, not O(n²).
+* **Backward (Algorithm 2).** ``P_j = exp(S_j - LSE)`` is *recomputed* block by
+  block from ``Q``, ``K_j`` and ``LSE``: one more ``Q K_jᵀ`` product, instead of
+  storing ``P`` and reading it back. With ``D = rowsum(dO ⊙ O)`` (which equals
+  ``rowsum(dP ⊙ P)``, the softmax backward's row sum), each block gives::
+
+      dV_j = P_jᵀ dO          dP_j = dO V_jᵀ          dS_j = P_j ⊙ (dP_j − D)
+      dQ  += dS_j K_j · scale                         dK_j = dS_jᵀ Q · scale
+
+**Why recomputing is cheaper than storing.** The recomputation costs one extra
+matmul, ``2 L S d`` flops, out of the ~``8 L S d`` attention already does, while a
+stored ``P`` costs ``L S`` floats of memory and, worse, a read and a write of all of
+them in every elementwise pass, and those passes are limited by memory bandwidth,
+not arithmetic. Blocks of ``B_c`` keys stay small (``L × B_c``) and the passes over
+them stay cheap. ``benchmarks/bench_mha.py`` measures both paths.
+
+Masks: a float ``mask`` is added to the scores (``-inf`` blocks a key); with
+``is_causal`` a query ``i`` sees keys ``j ≤ i`` (top-left aligned, as torch), and a
+block of keys that every query is past is skipped without building its mask.
+A query that sees no key gets a zero output and zero gradients, never NaN.
+Dropout (``dropout_p``) draws each block's keep-mask from a seed saved in the
+forward, so the backward regenerates the same mask instead of storing it.
+``enable_gqa``: ``k``/``v`` may have fewer heads (dim -3) than ``q``, each serving
+a group of query heads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..function import Context, Function, unbroadcast
+
+
+def _block_keep(seed: int, j: int, shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
+    """Dropout's keep-mask of key block ``j``, scaled by ``1 / (1 - p)``: the same in forward and backward."""
+    keep = np.random.default_rng([seed, j]).random(shape) >= p
+    return keep.astype(dtype) / dtype.type(1 - p)
+
+
+class FlashAttention(Function):
+    """``O = softmax(Q Kᵀ · scale + M) V`` by key blocks; saves ``O`` and ``LSE`` and recomputes ``P`` in backward.
+
+    Shapes: ``q (..., L, d)``, ``k (..., S, d)``, ``v (..., S, d_v)`` -> ``O (..., L, d_v)``;
+    ``mask`` additive, broadcastable to ``(..., L, S)``. Backward, per key block ``j``:
+    ``P_j = exp(S_j − LSE)``, ``dV_j = P_jᵀ dO``, ``dP_j = dO V_jᵀ``,
+    ``dS_j = P_j ⊙ (dP_j − rowsum(dO ⊙ O))``, ``dQ += dS_j K_j · scale``, ``dK_j = dS_jᵀ Q · scale``.
+    """
+
+    formula = "{out} = softmax({0} {1}ᵀ · scale + M) {2}  (by key blocks j; saves {out} and LSE, not P)"
+    grad_formulas = (
+        "d{0} = Σ_j dS_j {1}[j] · scale,  dS_j = P_j ⊙ (d{out} {2}[j]ᵀ − rowsum(d{out} ⊙ {out})),  "
+        "P_j = exp(S_j − LSE)",
+        "d{1}[j] = dS_jᵀ {0} · scale",
+        "d{2}[j] = P_jᵀ d{out}",
+        "dM[:, j] = dS_j",
+    )
+
+    @staticmethod
+    def forward(
+        ctx: Context,
+        q: np.ndarray,
+        k: np.ndarray,
+        v: np.ndarray,
+        mask_in: np.ndarray | None = None,
+        *,
+        scale: float,
+        is_causal: bool = False,
+        dropout_p: float = 0.0,
+        block_size: int = 128,
+        seed: int = 0,
+    ) -> np.ndarray:
+        L, S = q.shape[-2], k.shape[-2]
+        group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 and k.ndim >= 3 else 1
+        kv = _grouped(k, group), _grouped(v, group)  # (..., H_kv, 1, S, d): one K/V head per query group
+        qg = _grouped(q, group, query=True)  # (..., H_kv, G, L, d)
+        mask = _grouped_mask(mask_in, group, q.ndim)  # (..., H_kv, G, L|1, S|1), or None
+        scale = qg.dtype.type(scale)
+        m = np.full(qg.shape[:-1] + (1,), -np.inf, dtype=qg.dtype)  # running row max    (..., L, 1)
+        ell = np.zeros_like(m)  # running sum of exp(S − m)                             (..., L, 1)
+        acc = np.zeros(qg.shape[:-1] + (v.shape[-1],), dtype=qg.dtype)  # running Σ exp(S − m) V  (..., L, d_v)
+        for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
+            q_r = qg[..., rows, :]  # the queries that can see this block   (..., L_r, d)
+            s = _scores(q_r, kv[0][..., j0:j1, :], scale, mask, rows, j0, j1, is_causal)  # (..., L_r, B_c)
+            m_new = np.maximum(m[..., rows, :], s.max(axis=-1, keepdims=True))
+            m_safe = np.where(np.isneginf(m_new), 0, m_new)  # a row with no key yet: exp(-inf - 0) = 0
+            p = np.exp(s - m_safe)  # (..., L_r, B_c)
+            alpha = np.exp(m[..., rows, :] - m_safe)  # rescales what was summed under the old max
+            ell[..., rows, :] = alpha * ell[..., rows, :] + p.sum(axis=-1, keepdims=True)
+            if dropout_p > 0.0:
+                p *= _block_keep(seed, j, p.shape, dropout_p, p.dtype)
+            acc[..., rows, :] = alpha * acc[..., rows, :] + p @ kv[1][..., j0:j1, :]
+            m[..., rows, :] = m_new
+        seen = ell > 0  # rows with at least one visible key
+        out = np.where(seen, acc / np.where(seen, ell, 1), 0)  # O = acc / ℓ       (..., L, d_v)
+        lse = np.where(seen, m + np.log(np.where(seen, ell, 1)), np.inf)  # exp(S − inf) = 0 where nothing is seen
+        out = out.reshape(q.shape[:-1] + (v.shape[-1],))
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
+        ctx.options = scale, is_causal, dropout_p, block_size, seed, group
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        scale, is_causal, dropout_p, block_size, seed, group = ctx.options
+        L, S = q.shape[-2], k.shape[-2]
+        qg, kg, vg = _grouped(q, group, query=True), _grouped(k, group), _grouped(v, group)
+        d_out = _grouped(grad_output, group, query=True)  # (..., L, d_v)
+        big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
+        dq = np.zeros_like(qg)
+        dk = np.zeros(qg.shape[:-2] + k.shape[-2:], dtype=k.dtype)  # per query head; summed over the group below
+        dv = np.zeros(qg.shape[:-2] + v.shape[-2:], dtype=v.dtype)
+        dmask = None
+        if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
+            dmask = np.zeros(np.broadcast_shapes(mask.shape, qg.shape[:-1] + (S,)), q.dtype)
+        for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
+            q_r, do_r = qg[..., rows, :], d_out[..., rows, :]
+            s = _scores(q_r, kg[..., j0:j1, :], scale, mask, rows, j0, j1, is_causal)
+            p = np.exp(s - lse[..., rows, :])  # P_j, recomputed                 (..., L_r, B_c)
+            dp = do_r @ np.swapaxes(vg[..., j0:j1, :], -1, -2)  # dP_j = dO V_jᵀ   (..., L_r, B_c)
+            if dropout_p > 0.0:
+                keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
+                dv[..., j0:j1, :] += np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                dp *= keep
+            else:
+                dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ do_r  # dV_j = P_jᵀ dO
+            ds = p * (dp - big_d[..., rows, :])  # dS_j = P_j ⊙ (dP_j − D)      (..., L_r, B_c)
+            dq[..., rows, :] += (ds @ kg[..., j0:j1, :]) * scale  # dQ += dS_j K_j · scale
+            dk[..., j0:j1, :] += (np.swapaxes(ds, -1, -2) @ q_r) * scale  # dK_j = dS_jᵀ Q · scale
+            if dmask is not None:
+                dmask[..., rows, j0:j1] += ds
+        dq = dq.reshape(q.shape)
+        dk = dk.sum(axis=-3).reshape(k.shape) if group > 1 else dk.reshape(k.shape)
+        dv = dv.sum(axis=-3).reshape(v.shape) if group > 1 else dv.reshape(v.shape)
+        if dmask is not None:
+            mask_shape, mask_dtype = ctx.mask_meta
+            dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
+                                (1,) * (q.ndim - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
+        needs = ctx.needs_input_grad
+        return dq if needs[0] else None, dk if needs[1] else None, dv if needs[2] else None, dmask
+
+
+def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:
+    """View heads as (..., H_kv, G, n, d): query heads split into groups, K/V heads given a group axis of 1."""
+    if group == 1:
+        return x
+    if query:
+        return x.reshape(x.shape[:-3] + (x.shape[-3] // group, group) + x.shape[-2:])
+    return x[..., None, :, :]
+
+
+def _grouped_mask(mask: np.ndarray | None, group: int, ndim: int) -> np.ndarray | None:
+    """The mask with as many dims as the queries, its head dim split like theirs (see ``_grouped``)."""
+    if mask is None:
+        return None
+    mask = mask.reshape((1,) * (ndim - mask.ndim) + mask.shape)
+    if group == 1:
+        return mask
+    heads = mask.shape[-3]
+    split = (heads // group, group) if heads > 1 else (1, 1)
+    return mask.reshape(mask.shape[:-3] + split + mask.shape[-2:])
+
+
+def _blocks(L: int, S: int, block_size: int, is_causal: bool) -> list[tuple[int, int, slice]]:
+    """Key blocks ``[j0, j1)`` with the query rows that can see them (causal: rows ``i ≥ j0``; others skipped)."""
+    blocks = []
+    for j0 in range(0, S, block_size):
+        first_row = j0 if is_causal else 0
+        if first_row < L:  # with is_causal, keys past the last query are never seen: skip the block
+            blocks.append((j0, min(j0 + block_size, S), slice(first_row, L)))
+    return blocks
+
+
+def _scores(
+    q_r: np.ndarray, k_j: np.ndarray, scale: Any, mask: np.ndarray | None, rows: slice, j0: int, j1: int,
+    is_causal: bool,
+) -> np.ndarray:
+    """``S_j = Q_r K_jᵀ · scale + M[rows, j0:j1]``, with the causal mask of this block only."""
+    s = q_r @ np.swapaxes(k_j, -1, -2)  # (..., L_r, d) @ (..., d, B_c)
+    s *= scale
+    if mask is not None:  # (its L or S dim may be 1, broadcast)
+        cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)
+        s += mask[..., rows if mask.shape[-2] > 1 else slice(None), cols]
+    if is_causal:
+        i = np.arange(rows.start, rows.stop)[:, None]
+        s[..., i < np.arange(j0, j1)[None, :]] = -np.inf  # key j after query i
+    return s
