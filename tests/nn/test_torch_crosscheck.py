@@ -152,6 +152,42 @@ def test_sdpa_matches_torch(mask_kind):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_sdpa_random_cases_match_torch(seed):
+    """FlashAttention against torch: random shapes, masks, causal, scale, GQA and block sizes; values and grads."""
+    rng = np.random.default_rng(seed)
+    batch, kv_heads, group = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.choice([1, 1, 2]))
+    n_q, n_k = int(rng.integers(1, 7)), int(rng.integers(1, 9))
+    d, d_v = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    q_heads = kv_heads * group
+    arrays = [rng.standard_normal((batch, q_heads, n_q, d)), rng.standard_normal((batch, kv_heads, n_k, d)),
+              rng.standard_normal((batch, kv_heads, n_k, d_v))]
+    kwargs = {"enable_gqa": group > 1}
+    kind = rng.choice(["none", "bool", "float", "causal"])
+    if kind == "bool":
+        allowed = rng.random((n_q, n_k)) > 0.4
+        allowed[:, 0] = True  # torch gives NaN for a query that sees no key
+        kwargs["attn_mask"] = allowed
+    elif kind == "float":
+        kwargs["attn_mask"] = rng.standard_normal((batch, 1, n_q, n_k))
+    elif kind == "causal" and n_k >= n_q:
+        kwargs["is_causal"] = True
+    if rng.integers(2):
+        kwargs["scale"] = float(rng.uniform(0.1, 2.0))
+    upstream = rng.standard_normal((batch, q_heads, n_q, d_v))
+    got = []
+    for lib, sdpa in ((ta, F.scaled_dot_product_attention), (torch, torch.nn.functional.scaled_dot_product_attention)):
+        ts = [lib.tensor(a, requires_grad=True) for a in arrays]
+        kw = {k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        if lib is ta:
+            kw["block_size"] = int(rng.integers(1, 5))
+        out = sdpa(*ts, **kw)
+        out.backward(lib.tensor(upstream))
+        got.append([np.asarray(out.detach())] + [np.asarray(t.grad) for t in ts])
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=str(kwargs))
+
+
 def test_layers_match_torch():
     rng = np.random.default_rng(4)
     x_np = rng.standard_normal((2, 3, 4))

@@ -1,0 +1,181 @@
+"""FlashAttention: gradchecks over masks, block sizes and GQA; the fused path equals the composed one."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn
+from tinyattn.nn import functional as F
+
+from ..helpers import check, leaf
+
+B, H, L, S, D = 2, 2, 5, 6, 3
+
+
+def composed(q, k, v, mask=None, scale=None):
+    """softmax(Q Kᵀ · scale + M) V from separate ops (the reference the fused op must equal)."""
+    out, _ = F.attention(q, k, v, mask, scale=scale)
+    return out
+
+
+def masks(rng):
+    """Additive masks (as the fused op receives them) and the SDPA keyword arguments that make them."""
+    allowed = rng.random((L, S)) > 0.4
+    allowed[:, 0] = True
+    padding = np.ones((B, 1, 1, S), dtype=bool)
+    padding[0, ..., -2:] = padding[1, ..., -1] = False
+    some_rows_blind = allowed.copy()
+    some_rows_blind[[1, 3]] = False  # queries 1 and 3 see no key at all
+    return {
+        "none": {},
+        "bool": {"attn_mask": allowed},
+        "float": {"attn_mask": rng.standard_normal((B, H, L, S))},
+        "causal": {"is_causal": True},
+        "key_padding": {"attn_mask": padding},
+        "fully_masked_rows": {"attn_mask": some_rows_blind},
+    }
+
+
+def additive(kwargs):
+    """The same mask as an additive tensor for the composed reference."""
+    if kwargs.get("is_causal"):
+        return ta.tensor(np.where(np.tril(np.ones((L, S), dtype=bool)), 0.0, -np.inf))
+    m = kwargs.get("attn_mask")
+    if m is None:
+        return None
+    return ta.tensor(np.where(m, 0.0, -np.inf) if m.dtype == bool else m)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal", "key_padding", "fully_masked_rows"])
+@pytest.mark.parametrize("block_size", [1, 2, 3, 4, 64])  # 2 and 3 divide S = 6; 1, 4 and 64 leave a ragged block
+def test_fused_op_equals_composed_and_passes_gradcheck(rng, mask_kind, block_size):
+    q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
+    kwargs = masks(rng)[mask_kind]
+    out = F.scaled_dot_product_attention(q, k, v, block_size=block_size, **kwargs)
+    grad_out = rng.standard_normal(out.shape)
+    out.backward(grad_out)
+    fused_grads = [t.grad.copy() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    ref = composed(q, k, v, additive(kwargs))
+    ref.backward(grad_out)
+    np.testing.assert_allclose(out.data, ref.data, atol=1e-12)
+    for got, t in zip(fused_grads, (q, k, v)):
+        np.testing.assert_allclose(got, t.grad, atol=1e-12)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, block_size=block_size, **kwargs), q, k, v)
+
+
+def test_a_query_that_sees_no_key_gets_zeros_and_no_nan(rng):
+    q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
+    kwargs = masks(rng)["fully_masked_rows"]
+    out = F.scaled_dot_product_attention(q, k, v, block_size=2, **kwargs)
+    out.backward(rng.standard_normal(out.shape))
+    assert np.all(out.data[:, :, [1, 3]] == 0)
+    for t in (q, k, v):
+        assert np.all(np.isfinite(t.grad))
+    assert np.all(q.grad[:, :, [1, 3]] == 0)
+
+
+def test_grouped_query_attention(rng):
+    q, k, v = leaf(rng, B, 4, L, D), leaf(rng, B, 2, S, D), leaf(rng, B, 2, S, 4)  # 2 query heads per K/V head
+    mask = rng.standard_normal((B, 4, L, S))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_size=4)
+    k_rep, v_rep = (ta.tensor(np.repeat(t.data, 2, axis=1)) for t in (k, v))
+    np.testing.assert_allclose(out.data, composed(q, k_rep, v_rep, ta.tensor(mask)).data, atol=1e-12)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_size=4),
+          q, k, v)
+    with pytest.raises(ValueError, match="enable_gqa=True"):
+        F.scaled_dot_product_attention(q, k, v)
+    with pytest.raises(ValueError, match="not a multiple"):
+        F.scaled_dot_product_attention(q, leaf(rng, B, 3, S, D), leaf(rng, B, 3, S, 4), enable_gqa=True)
+
+
+def test_a_float_mask_that_requires_grad_gets_dS(rng):
+    q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
+    mask = leaf(rng, 1, H, L, S)  # broadcast over the batch
+    check(lambda q, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, block_size=4), q, mask)
+
+
+def test_scale_and_dropout(rng):
+    q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
+    out = F.scaled_dot_product_attention(q, k, v, scale=0.3, block_size=4)
+    np.testing.assert_allclose(out.data, composed(q, k, v, scale=0.3).data, atol=1e-12)
+
+    def with_dropout(q, k, v):
+        ta.manual_seed(5)  # the same keep-masks at every evaluation
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.4, block_size=4)
+
+    check(with_dropout, q, k, v)
+    dropped = with_dropout(q, k, v).data
+    assert not np.allclose(dropped, F.scaled_dot_product_attention(q, k, v).data)
+
+
+def test_only_the_output_and_the_row_log_sum_exp_are_kept(rng):
+    """Besides its inputs, the op saves O (L, d_v) and LSE (L, 1) per head: nothing of size L × S."""
+    q, k, v = leaf(rng, B, H, 7, D), leaf(rng, B, H, 9, D), leaf(rng, B, H, 9, 4)
+    out = F.scaled_dot_product_attention(q, k, v, block_size=4)
+    saved = out.grad_fn.ctx.saved_tensors
+    inputs = {id(q.data), id(k.data), id(v.data)}
+    extra = [a for a in saved if a is not None and id(a) not in inputs]
+    assert sorted(a.shape for a in extra) == [(B, H, 7, 1), (B, H, 7, 4)]
+
+
+def random_mha_case(rng):
+    """One random MultiheadAttention configuration and its inputs (float64)."""
+    E, heads = 8, int(rng.choice([1, 2, 4]))
+    options = {"batch_first": bool(rng.integers(2)), "bias": bool(rng.integers(2)),
+               "add_bias_kv": bool(rng.integers(2)), "add_zero_attn": bool(rng.integers(2))}
+    if rng.integers(2):
+        options.update(kdim=5, vdim=7)
+    n_q, n_k, batch = int(rng.integers(1, 5)), int(rng.integers(1, 6)), int(rng.integers(1, 3))
+    batched = bool(rng.integers(3))  # mostly batched
+
+    def shape(n, dim):
+        if not batched:
+            return (n, dim)
+        return (batch, n, dim) if options["batch_first"] else (n, batch, dim)
+
+    query = leaf(rng, *shape(n_q, E))
+    key = leaf(rng, *shape(n_k, options.get("kdim", E)))
+    value = leaf(rng, *shape(n_k, options.get("vdim", E)))
+    kwargs = {}
+    if rng.integers(2):
+        blocked = rng.random((n_q, n_k)) > 0.6
+        kwargs["attn_mask"] = blocked if rng.integers(2) else rng.standard_normal((n_q, n_k))
+    if rng.integers(2):
+        padding = rng.random((batch, n_k) if batched else (n_k,)) > 0.7
+        kwargs["key_padding_mask"] = padding
+    return E, heads, options, (query, key, value), kwargs
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fused_multihead_attention_equals_the_composed_path(seed):
+    rng = np.random.default_rng(seed)
+    E, heads, options, inputs, kwargs = random_mha_case(rng)
+    ta.manual_seed(seed)
+    mha = nn.MultiheadAttention(E, heads, dtype=ta.float64, **options)
+    for p in mha.parameters():
+        p.data[...] = rng.standard_normal(p.shape)
+    results = []
+    for need_weights in (True, False):
+        mha.zero_grad()
+        for t in inputs:
+            t.grad = None
+        out, weights = mha(*inputs, need_weights=need_weights, **kwargs)
+        assert (weights is None) == (not need_weights)
+        out.backward(np.random.default_rng(99).standard_normal(out.shape))
+        results.append([out.data] + [t.grad for t in inputs] + [p.grad for p in mha.parameters()])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, atol=1e-11)
+
+
+def test_sdpa_argument_errors(rng):
+    q = leaf(rng, 2, 3, 4)
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        F.scaled_dot_product_attention(q, q, q, block_size=0)
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\]"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=1.5)
+    with pytest.raises(ValueError, match=r"key \(2, 3, 4\) and value \(2, 5, 4\) differ"):
+        F.scaled_dot_product_attention(q, q, leaf(rng, 2, 5, 4))
+    with pytest.raises(ValueError, match="at least 2 dims"):
+        F.scaled_dot_product_attention(leaf(rng, 4), q, q)
