@@ -87,71 +87,77 @@ class FlashAttention(Function):
     ) -> np.ndarray:
         L, S = q.shape[-2], k.shape[-2]
         group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 and k.ndim >= 3 else 1
-        kv = _grouped(k, group), _grouped(v, group)  # (..., H_kv, 1, S, d): one K/V head per query group
-        qg = _grouped(q, group, query=True)  # (..., H_kv, G, L, d)
+        k_g, v_g = _grouped(k, group), _grouped(v, group)  # (..., H_kv, 1, S, d): one K/V head per query group
+        q_s = _grouped(q, group, query=True) * q.dtype.type(scale)  # Q · scale, once    (..., H_kv, G, L, d)
         mask = _grouped_mask(mask_in, group, q.ndim)  # (..., H_kv, G, L|1, S|1), or None
-        scale = qg.dtype.type(scale)
-        m = np.full(qg.shape[:-1] + (1,), -np.inf, dtype=qg.dtype)  # running row max    (..., L, 1)
-        ell = np.zeros_like(m)  # running sum of exp(S − m)                             (..., L, 1)
-        acc = np.zeros(qg.shape[:-1] + (v.shape[-1],), dtype=qg.dtype)  # running Σ exp(S − m) V  (..., L, d_v)
-        for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
-            q_r = qg[..., rows, :]  # the queries that can see this block   (..., L_r, d)
-            s = _scores(q_r, kv[0][..., j0:j1, :], scale, mask, rows, j0, j1, is_causal)  # (..., L_r, B_c)
+        m = np.full(q_s.shape[:-1] + (1,), -np.inf, dtype=q.dtype)  # running row max       (..., L, 1)
+        ell = np.zeros_like(m)  # running sum of exp(S − m)                                (..., L, 1)
+        acc = np.zeros(q_s.shape[:-1] + v.shape[-1:], dtype=q.dtype)  # running Σ exp(S − m) V   (..., L, d_v)
+        blocks = _blocks(L, S, block_size, is_causal)
+        for j, (j0, j1, rows) in enumerate(blocks):
+            s = _scores(q_s[..., rows, :], k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)  # S_j (..., L_r, B_c)
             m_new = np.maximum(m[..., rows, :], s.max(axis=-1, keepdims=True))
-            m_safe = np.where(np.isneginf(m_new), 0, m_new)  # a row with no key yet: exp(-inf - 0) = 0
-            p = np.exp(s - m_safe)  # (..., L_r, B_c)
-            alpha = np.exp(m[..., rows, :] - m_safe)  # rescales what was summed under the old max
+            m_new[np.isneginf(m_new)] = 0  # a row with no key yet: exp(-inf - 0) = 0, not exp(nan)
+            alpha = np.exp(m[..., rows, :] - m_new)  # rescales what was summed under the old max
+            s -= m_new
+            p = np.exp(s, out=s)  # exp(S_j − m'), in place                                 (..., L_r, B_c)
             ell[..., rows, :] = alpha * ell[..., rows, :] + p.sum(axis=-1, keepdims=True)
-            if dropout_p > 0.0:
-                p *= _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-            acc[..., rows, :] = alpha * acc[..., rows, :] + p @ kv[1][..., j0:j1, :]
+            p_v = p * _block_keep(seed, j, p.shape, dropout_p, p.dtype) if dropout_p > 0.0 else p
+            acc[..., rows, :] = alpha * acc[..., rows, :] + p_v @ v_g[..., j0:j1, :]
             m[..., rows, :] = m_new
         seen = ell > 0  # rows with at least one visible key
-        out = np.where(seen, acc / np.where(seen, ell, 1), 0)  # O = acc / ℓ       (..., L, d_v)
-        lse = np.where(seen, m + np.log(np.where(seen, ell, 1)), np.inf)  # exp(S − inf) = 0 where nothing is seen
-        out = out.reshape(q.shape[:-1] + (v.shape[-1],))
-        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ell[~seen] = 1
+        out = np.where(seen, acc / ell, 0).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ   (..., L, d_v)
+        lse = np.where(seen, m + np.log(ell), np.inf)  # exp(S − inf) = 0 where no key is seen
+        # With a single key block, P is that block (L × B_c): keep it rather than recompute it.
+        p_kept = p / ell[..., blocks[0][2], :] if len(blocks) == 1 else None
+        ctx.save_for_backward(q_s, k, v, mask, out, lse, p_kept)
         ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
-        ctx.options = scale, is_causal, dropout_p, block_size, seed, group
+        ctx.options = scale, is_causal, dropout_p, block_size, seed, group, q.shape
         return out
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        q, k, v, mask, out, lse = ctx.saved_tensors
-        scale, is_causal, dropout_p, block_size, seed, group = ctx.options
-        L, S = q.shape[-2], k.shape[-2]
-        qg, kg, vg = _grouped(q, group, query=True), _grouped(k, group), _grouped(v, group)
+        q_s, k, v, mask, out, lse, p_kept = ctx.saved_tensors
+        scale, is_causal, dropout_p, block_size, seed, group, q_shape = ctx.options
+        L, S = q_shape[-2], k.shape[-2]
+        k_g, v_g = _grouped(k, group), _grouped(v, group)
         d_out = _grouped(grad_output, group, query=True)  # (..., L, d_v)
         big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
-        dq = np.zeros_like(qg)
-        dk = np.zeros(qg.shape[:-2] + k.shape[-2:], dtype=k.dtype)  # per query head; summed over the group below
-        dv = np.zeros(qg.shape[:-2] + v.shape[-2:], dtype=v.dtype)
+        dq = np.zeros_like(q_s)
+        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)  # per query head; summed over groups below
+        dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
-            dmask = np.zeros(np.broadcast_shapes(mask.shape, qg.shape[:-1] + (S,)), q.dtype)
+            dmask = np.zeros(np.broadcast_shapes(mask.shape, q_s.shape[:-1] + (S,)), q_s.dtype)
         for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
-            q_r, do_r = qg[..., rows, :], d_out[..., rows, :]
-            s = _scores(q_r, kg[..., j0:j1, :], scale, mask, rows, j0, j1, is_causal)
-            p = np.exp(s - lse[..., rows, :])  # P_j, recomputed                 (..., L_r, B_c)
-            dp = do_r @ np.swapaxes(vg[..., j0:j1, :], -1, -2)  # dP_j = dO V_jᵀ   (..., L_r, B_c)
+            q_r, do_r = q_s[..., rows, :], d_out[..., rows, :]
+            if p_kept is not None:
+                p = p_kept
+            else:  # P_j = exp(S_j − LSE), recomputed                                    (..., L_r, B_c)
+                s = _scores(q_r, k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)
+                s -= lse[..., rows, :]
+                p = np.exp(s, out=s)
+            dp = do_r @ np.swapaxes(v_g[..., j0:j1, :], -1, -2)  # dP_j = dO V_jᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
                 dv[..., j0:j1, :] += np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
                 dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ do_r  # dV_j = P_jᵀ dO
-            ds = p * (dp - big_d[..., rows, :])  # dS_j = P_j ⊙ (dP_j − D)      (..., L_r, B_c)
-            dq[..., rows, :] += (ds @ kg[..., j0:j1, :]) * scale  # dQ += dS_j K_j · scale
-            dk[..., j0:j1, :] += (np.swapaxes(ds, -1, -2) @ q_r) * scale  # dK_j = dS_jᵀ Q · scale
+            dp -= big_d[..., rows, :]
+            ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
+            dq[..., rows, :] += ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
+            dk[..., j0:j1, :] += np.swapaxes(ds, -1, -2) @ q_r  # dK_j = dS_jᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] += ds
-        dq = dq.reshape(q.shape)
+        dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
         dk = dk.sum(axis=-3).reshape(k.shape) if group > 1 else dk.reshape(k.shape)
         dv = dv.sum(axis=-3).reshape(v.shape) if group > 1 else dv.reshape(v.shape)
         if dmask is not None:
             mask_shape, mask_dtype = ctx.mask_meta
             dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
-                                (1,) * (q.ndim - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
+                                (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
         needs = ctx.needs_input_grad
         return dq if needs[0] else None, dk if needs[1] else None, dv if needs[2] else None, dmask
 
@@ -188,12 +194,10 @@ def _blocks(L: int, S: int, block_size: int, is_causal: bool) -> list[tuple[int,
 
 
 def _scores(
-    q_r: np.ndarray, k_j: np.ndarray, scale: Any, mask: np.ndarray | None, rows: slice, j0: int, j1: int,
-    is_causal: bool,
+    q_r: np.ndarray, k_j: np.ndarray, mask: np.ndarray | None, rows: slice, j0: int, j1: int, is_causal: bool
 ) -> np.ndarray:
-    """``S_j = Q_r K_jᵀ · scale + M[rows, j0:j1]``, with the causal mask of this block only."""
+    """``S_j = (Q_r · scale) K_jᵀ + M[rows, j0:j1]``, with the causal mask of this block only."""
     s = q_r @ np.swapaxes(k_j, -1, -2)  # (..., L_r, d) @ (..., d, B_c)
-    s *= scale
     if mask is not None:  # (its L or S dim may be 1, broadcast)
         cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)
         s += mask[..., rows if mask.shape[-2] > 1 else slice(None), cols]
