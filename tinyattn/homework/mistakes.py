@@ -77,15 +77,21 @@ MISTAKES: tuple[Mistake, ...] = (
     ),
     Mistake(
         "softmax_backward",
-        "return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)",
-        "return (y * grad_output,)",
+        "grad_input = grad_output - row_sum",
+        "grad_input = grad_output.copy()",
         "keeps only the diagonal of the Jacobian: each output of a softmax depends on every input of its row",
     ),
     Mistake(
         "softmax_backward",
-        "return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)",
-        "return (y * (grad_output - np.sum(grad_output, axis=ctx.dim, keepdims=True)),)",
+        "row_sum = np.sum(grad_output * y, axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row",
+        "row_sum = np.sum(grad_output, axis=ctx.dim, keepdims=True)",
         "the row sum is Σ_j dY_j Y_j: each upstream gradient weighted by its probability",
+    ),
+    Mistake(
+        "softmax_backward",
+        "row_sum = np.sum(grad_output * y, axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row",
+        "row_sum = np.sum(grad_output * y, axis=-1, keepdims=True)",
+        "sums over the last axis whatever dim the softmax was taken over",
     ),
     Mistake(
         "log_softmax_backward",

@@ -28,7 +28,8 @@ class Softmax(Function):
         d = normalize_dim("softmax", dim, x.ndim)
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
-        y = np.exp(x - m)  # exp(x - max): no overflow; the max cancels in the ratio
+        y = x - m
+        np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
         s = np.sum(y, axis=d, keepdims=True)
         s[s == 0] = 1  # an all-zero row stays zero
         y /= s
@@ -40,7 +41,10 @@ class Softmax(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
-        return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)
+        row_sum = np.sum(grad_output * y, axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row
+        grad_input = grad_output - row_sum
+        grad_input *= y  # dX = Y ⊙ (dY − Σ_j dY_j Y_j), multiplied in place
+        return (grad_input,)
         # END TASK
 
 
