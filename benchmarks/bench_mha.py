@@ -1,19 +1,23 @@
-"""Time MultiheadAttention forward + backward against a hand-fused NumPy floor (and torch, if installed).
+"""Time MultiheadAttention forward + backward, both paths, against a hand-fused NumPy floor (and torch).
 
-    python benchmarks/bench_mha.py [--quick]
+    python benchmarks/bench_mha.py [--quick] [--plot figures/bench_mha.png]
 
-Setting: float32, batch_first self-attention, need_weights=False, a random
-upstream gradient, all parameter and input gradients computed. The three
-implementations are timed interleaved, round after round, in one process, so a
-noisy machine slows them alike; the table reports median times and their ratios.
-Peak traced memory (tracemalloc; NumPy reports its buffers to it, torch does
-not) is measured in a separate pass.
+Setting: float32, batch_first self-attention, a random upstream gradient, all
+parameter and input gradients computed. tinyattn runs two ways: **composed**
+(``need_weights=True``: one op per step, P stored, as the chapter and the
+explainer read it) and **fused** (``need_weights=False``: FlashAttention, P never
+stored). Every implementation is timed interleaved, round after round, in one
+process pinned to one CPU with BLAS (and torch) on one thread, so a noisy machine
+slows them alike; the table reports median times and their ratios to the floor.
+Peak traced memory (tracemalloc; NumPy reports its buffers to it, torch does not)
+is measured in a separate pass. ``--plot`` draws time and memory against n.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import time
 import tracemalloc
@@ -27,7 +31,8 @@ from tinyattn import nn
 # timed calls (outside the timing) keeps them from stealing the cores of the next run.
 PAUSE = 0.003
 
-SIZES = [(3, 5, 16, 2), (8, 64, 128, 8), (16, 128, 256, 8), (4, 512, 256, 8)]  # (B, n, E, h)
+SIZES = [(3, 5, 16, 2), (8, 64, 128, 8), (16, 128, 256, 8), (4, 512, 256, 8), (1, 2048, 256, 8)]  # (B, n, E, h)
+PLOT_NS = [64, 128, 256, 512, 1024, 2048, 4096]  # with B = 1, E = 256, h = 8
 
 
 def floor_fwd_bwd(x, w_in, b_in, w_out, b_out, h, dy):
@@ -64,6 +69,7 @@ def floor_fwd_bwd(x, w_in, b_in, w_out, b_out, h, dy):
 
 
 def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
+    """name -> a function running one forward + backward and returning (output, dX, dW_in)."""
     rng = np.random.default_rng(seed)
     x_np = rng.standard_normal((B, n, E)).astype(np.float32)
     dy_np = rng.standard_normal((B, n, E)).astype(np.float32)
@@ -73,18 +79,21 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
     w_in, b_in = mha.in_proj_weight.data, mha.in_proj_bias.data
     w_out, b_out = mha.out_proj.weight.data, mha.out_proj.bias.data
 
-    def run_tinyattn():
-        mha.zero_grad()
-        x = ta.tensor(x_np, requires_grad=True)
-        y, _ = mha(x, x, x, need_weights=False)
-        y.backward(dy_np)
-        return y.data, x.grad, mha.in_proj_weight.grad
+    def tinyattn_path(need_weights):
+        def run():
+            mha.zero_grad()
+            x = ta.tensor(x_np, requires_grad=True)
+            y, _ = mha(x, x, x, need_weights=need_weights)
+            y.backward(dy_np)
+            return y.data, x.grad, mha.in_proj_weight.grad
+
+        return run
 
     def run_floor():
         y, dx, dw_in, *_ = floor_fwd_bwd(x_np, w_in, b_in, w_out, b_out, h, dy_np)
         return y, dx, dw_in
 
-    runners = {"tinyattn": run_tinyattn, "numpy floor": run_floor}
+    runners = {"composed": tinyattn_path(True), "fused": tinyattn_path(False), "floor": run_floor}
     if not with_torch:
         return runners
     try:
@@ -109,6 +118,7 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
 
 
 def peak_memory(fn):
+    """Peak bytes traced while ``fn`` runs (NumPy's buffers included; torch's are not traced)."""
     tracemalloc.start()
     fn()
     peak = tracemalloc.get_traced_memory()[1]
@@ -116,17 +126,17 @@ def peak_memory(fn):
     return peak
 
 
-def bench(B, n, E, h, budget, with_torch, torch_threads):
+def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7):
+    """Median seconds per runner (interleaved rounds), peak traced bytes per NumPy runner, rounds run."""
     runners = make_runners(B, n, E, h, with_torch=with_torch, torch_threads=torch_threads)
-    # all implementations compute the same thing
-    ref = runners["numpy floor"]()
+    ref = runners["floor"]()  # every implementation computes the same thing
     for name, fn in runners.items():
         for a, b in zip(fn(), ref):
             np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3, err_msg=name)
     times = {name: [] for name in runners}
     start = time.perf_counter()
     rounds = 0
-    while rounds < 7 or (time.perf_counter() - start < budget and rounds < 1000):
+    while rounds < min_rounds or (time.perf_counter() - start < budget and rounds < 1000):
         for name, fn in runners.items():
             time.sleep(PAUSE)
             t0 = time.perf_counter()
@@ -138,30 +148,99 @@ def bench(B, n, E, h, budget, with_torch, torch_threads):
     return med, mem, rounds
 
 
+def pin(torch_threads):
+    """One CPU for the process, one thread for BLAS (and torch): the setting every number here is measured in."""
+    notes = []
+    if hasattr(os, "sched_setaffinity"):
+        cpu = min(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})
+        notes.append(f"pinned to CPU {cpu}")
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        threadpool_limits(1)
+        pools = ", ".join(f"{p['internal_api']} {p['num_threads']} thread" for p in threadpool_info())
+        notes.append(f"BLAS: {pools}")
+    except ImportError:
+        notes.append("threadpoolctl not installed: set OMP_NUM_THREADS=1 yourself")
+    try:
+        import torch
+
+        torch.set_num_threads(torch_threads or 1)
+        notes.append(f"torch {torch.__version__}: {torch.get_num_threads()} thread")
+    except ImportError:
+        pass
+    return "; ".join(notes)
+
+
+def table(sizes, budget, with_torch, torch_threads):
+    """Print the times, the ratios to the floor and the peak memory of each path."""
+    print(f"{'(B, n, E, h)':>18} | {'floor':>9} | {'composed':>9} | {'fused':>9} | {'torch':>9} | "
+          f"{'comp/fl':>7} | {'fused/fl':>8} | {'torch/fl':>8} | "
+          f"{'MiB floor':>9} | {'comp':>7} | {'fused':>7} | rounds")
+    print("-" * 138)
+    for B, n, E, h in sizes:
+        med, mem, rounds = bench(B, n, E, h, budget, with_torch, torch_threads)
+        fl = med["floor"]
+        t_to = med.get("torch")
+        to, to_ratio = (f"{t_to * 1e3:7.2f}ms", f"{t_to / fl:8.2f}") if t_to else (f"{'-':>9}", f"{'-':>8}")
+        mib = {k: v / 2**20 for k, v in mem.items()}
+        print(f"{str((B, n, E, h)):>18} | {fl * 1e3:7.2f}ms | {med['composed'] * 1e3:7.2f}ms | "
+              f"{med['fused'] * 1e3:7.2f}ms | {to} | {med['composed'] / fl:7.2f} | {med['fused'] / fl:8.2f} | "
+              f"{to_ratio} | {mib['floor']:9.2f} | {mib['composed']:7.2f} | {mib['fused']:7.2f} | {rounds}")
+
+
+def plot(path, with_torch, torch_threads):
+    """Time and peak memory against n (B = 1, E = 256, h = 8): O(n²) against O(n)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for n in PLOT_NS:
+        med, mem, _ = bench(1, n, 256, 8, budget=0.0, with_torch=with_torch, torch_threads=torch_threads,
+                            min_rounds=3)
+        rows.append((n, med, mem))
+        print(f"n={n}: " + ", ".join(f"{k} {v * 1e3:.1f}ms" for k, v in med.items()))
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, style in [("composed", "o-"), ("fused", "s-"), ("floor", "^--"), ("torch", "x:")]:
+        if name in rows[0][1]:
+            ax_t.plot(PLOT_NS, [r[1][name] * 1e3 for r in rows], style, label=name)
+        if name in rows[0][2]:
+            ax_m.plot(PLOT_NS, [r[2][name] / 2**20 for r in rows], style, label=name)
+    for ax, what in [(ax_t, "median time of forward + backward (ms)"), (ax_m, "peak traced memory (MiB)")]:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length n  (B = 1, d_model = 256, h = 8, float32)")
+        ax.set_ylabel(what)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    ax_m.set_title("composed and floor store P: O(n²); fused: O(n)", fontsize=10)
+    ax_t.set_title("one thread, one CPU", fontsize=10)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    print(f"wrote {path}")
+
+
 def main() -> None:
+    """Parse the options, pin the process, print the table (and draw the plot)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short time budget per size")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out even if it is installed")
-    parser.add_argument(
-        "--torch-threads", type=int, default=0,
-        help="torch.set_num_threads(N); torch's thread pool, idle or not, slows NumPy's BLAS in the same process",
-    )
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads(N) (default 1)")
+    parser.add_argument("--plot", metavar="PATH", help="also draw time and memory against n (64 ... 4096)")
+    parser.add_argument("--sizes", help="only these sizes, e.g. '4,512,256,8;1,2048,256,8'")
     args = parser.parse_args()
-    budget = 0.5 if args.quick else 4.0
-    print(f"numpy {np.__version__}; float32, batch_first self-attention, need_weights=False; median fwd+bwd times\n")
-    header = f"{'(B, n, E, h)':>18} | {'tinyattn':>10} | {'floor':>10} | {'torch':>10} | {'ta/floor':>8} | "
-    header += f"{'ta/torch':>8} | {'mem ta/floor':>12} | rounds"
-    print(header)
-    print("-" * len(header))
-    for B, n, E, h in SIZES:
-        med, mem, rounds = bench(B, n, E, h, budget, not args.no_torch, args.torch_threads)
-        t_ta, t_fl, t_to = med["tinyattn"], med["numpy floor"], med.get("torch")
-        to = f"{t_to * 1e3:8.3f}ms" if t_to else f"{'-':>10}"
-        ratio_torch = f"{t_ta / t_to:8.2f}" if t_to else f"{'-':>8}"
-        print(
-            f"{str((B, n, E, h)):>18} | {t_ta * 1e3:8.3f}ms | {t_fl * 1e3:8.3f}ms | {to} | {t_ta / t_fl:8.2f} | "
-            f"{ratio_torch} | {mem['tinyattn'] / mem['numpy floor']:12.2f} | {rounds}"
-        )
+    with_torch = not args.no_torch
+    print(f"numpy {np.__version__}; {pin(args.torch_threads)}")
+    print("float32, batch_first self-attention; median forward+backward times; composed = need_weights=True, "
+          "fused = need_weights=False (FlashAttention)\n")
+    sizes = [tuple(int(v) for v in s.split(",")) for s in args.sizes.split(";")] if args.sizes else SIZES
+    table(sizes, 0.5 if args.quick else 4.0, with_torch, args.torch_threads)
+    if args.plot:
+        plot(args.plot, with_torch, args.torch_threads)
 
 
 if __name__ == "__main__":
