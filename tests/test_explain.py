@@ -78,7 +78,7 @@ def test_docs_gradients_md_is_in_step_with_the_tool():
     generated = doc.split(begin)[1].split("<!-- END GENERATED -->")[0].rstrip("\n")
     stale = "docs/gradients.md is stale: paste the output of `python -m tinyattn.explain --docs-block`"
     assert generated == explain.docs_block(), stale
-    tool = walkthrough() + "\n" + walkthrough("--mask", "causal")
+    tool = walkthrough() + "\n" + walkthrough("--mask", "causal") + "\n" + walkthrough("--fused")
     # every backward formula the prose quotes (a backticked `dZ = ...`) is one the tool prints
     prose = doc.split(begin)[0]
     quoted = re.findall(r"`(d[A-Zhcti][^`\s]* = [^`]*)`", prose)
