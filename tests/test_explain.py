@@ -1,13 +1,17 @@
 """The explainer command: the walkthrough's content, cross-attention, masks, pictures; docs kept in step."""
 
 import os
+import pathlib
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+import tinyattn as ta
 from tinyattn.explain import mha as explain
+from tinyattn.explain.trace import trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,13 +25,13 @@ def test_default_walkthrough_names_each_formula_and_shape():
     assert "B=3, n=5, d_model=16, h=2, d_k=8" in text
     for formula, shape in [
         ("dconcat = dattn_output W^O", "(3, 5, 16)"),
-        ("dP = dheads @ V_hᵀ", "(3, 2, 5, 5)"),
+        ("dP = dheads @ (V_h)ᵀ", "(3, 2, 5, 5)"),
         ("dS = P ⊙ (dP − rowsum(dP ⊙ P))", "(3, 2, 5, 5)"),
-        ("dQ_h = dQKᵀ @ K_h", "(3, 2, 5, 8)"),
-        ("dW^Q = dQᵀ X  (summed over batch and positions)", "(16, 16)"),
-        ("dW^K = dKᵀ X  (summed over batch and positions)", "(16, 16)"),
-        ("dW^V = dVᵀ X  (summed over batch and positions)", "(16, 16)"),
-        ("dW^O = dattn_outputᵀ concat  (summed over batch and positions)", "(16, 16)"),
+        ("dQ_h = d(QKᵀ) @ K_h", "(3, 2, 5, 8)"),
+        ("dW^Q = (dQ)ᵀ X  (summed over batch and positions)", "(16, 16)"),
+        ("dW^K = (dK)ᵀ X  (summed over batch and positions)", "(16, 16)"),
+        ("dW^V = (dV)ᵀ X  (summed over batch and positions)", "(16, 16)"),
+        ("dW^O = (dattn_output)ᵀ concat  (summed over batch and positions)", "(16, 16)"),
         ("dX = dQ W^Q", "(3, 5, 16)"),
     ]:
         line = next((ln for ln in text.splitlines() if formula in ln), None)
@@ -42,7 +46,7 @@ def test_default_walkthrough_names_each_formula_and_shape():
 def test_cross_attention_and_masks():
     text = walkthrough("--kv-len", "7", "--mask", "padding")
     assert "cross-attention, keys/values of length 7" in text
-    assert "dK_hᵀ = Q_hᵀ @ dQKᵀ" in text and "-> (3, 2, 8, 7)" in text
+    assert "d(K_h)ᵀ = (Q_h)ᵀ @ d(QKᵀ)" in text and "-> (3, 2, 8, 7)" in text
     assert "S_m = S + M" in text
     assert re.search(r"dL/dX_q .*✓ matches", text) and re.search(r"dL/dX_kv .*✓ matches", text)
     causal = walkthrough("--mask", "causal", "--table")
@@ -85,3 +89,43 @@ def test_docs_gradients_md_is_in_step_with_the_tool():
     assert len(quoted) >= 12
     for formula in quoted:
         assert formula in tool, formula
+
+
+# One notation: weights stored (out, in) as torch stores them, so every projection reads X Wᵀ + b,
+# and a transposed name with a subscript is parenthesized.
+OTHER_SPELLINGS = re.compile(
+    r"\b(?:X|X_q|X_kv|concat|Concat\([^)]*\)) W\^[QKVO](?!ᵀ)"  # a projection written X W instead of X Wᵀ
+    r"|W_i\^|\b[QKV]_hᵀ|dQKᵀ|\bd[A-Za-z_^]+ᵀ [A-Za-z]"  # per-head W_i^Q; K_hᵀ; dQKᵀ; dQᵀ X for (dQ)ᵀ X
+)
+
+
+def test_one_notation_in_the_library_the_docs_and_the_explainer(tmp_path):
+    texts = {}
+    for folder in ("tinyattn", "docs", "examples"):
+        for path in pathlib.Path(ROOT, folder).rglob("*"):
+            if path.suffix in (".py", ".md"):
+                texts[str(path)] = path.read_text(encoding="utf-8")
+    texts["README.md"] = pathlib.Path(ROOT, "README.md").read_text(encoding="utf-8")
+    for argv in [(), ("--fused",), ("--mask", "causal"), ("--kv-len", "7")]:
+        texts[f"explain {argv}"] = walkthrough(*argv)
+    dot = tmp_path / "g.dot"
+    walkthrough("--dot", str(dot))
+    texts["--dot"] = dot.read_text(encoding="utf-8")
+    for where, text in texts.items():
+        for line in text.splitlines():
+            assert not OTHER_SPELLINGS.search(line), f"{where}: {line.strip()}"
+
+
+def test_unnamed_tensors_are_called_after_their_shape_never_after_a_guess():
+    """A student's attention without .named(): every label is a given name or "tN (shape)"."""
+    rng = np.random.default_rng(0)
+    x = ta.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    w_q, w_k = (ta.tensor(rng.standard_normal((4, 4)), requires_grad=True) for _ in range(2))
+    with trace() as steps:
+        q, k = x @ w_q, x @ w_k  # unnamed
+        p = (q @ k.transpose(-2, -1)).softmax(-1)
+        (p @ x).backward(rng.standard_normal((2, 3, 4)))
+    labels = {s.output for s in steps} | {g.name for s in steps for g in s.grads}
+    for label in labels:
+        assert re.fullmatch(r"t\d+ \(\d+(, \d+)*\)", label) or label in ("X", "const"), label
+    assert not {"K", "Q", "Kᵀ"} & labels

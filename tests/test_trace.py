@@ -37,7 +37,8 @@ def test_every_parameter_gradient_is_a_step_with_the_real_shape_and_values():
 def test_names_and_order_are_stable():
     _, _, steps = traced_mha()
     outputs = [s.output for s in steps]
-    assert outputs[:10] == ["attn_output", "concat", "t1", "heads", "P", "S", "QKᵀ", "Q_h", "t2", "Q"]
+    assert outputs[:10] == ["attn_output", "concat", "t1 (2, 3, 2, 4)", "heads", "P", "S", "QKᵀ", "Q_h",
+                            "t2 (2, 3, 2, 4)", "Q"]
     assert [s.op for s in steps[:6]] == ["LinearFn", "Reshape", "Transpose", "MatMul", "Softmax", "Mul"]
     assert outputs == [s.output for s in traced_mha(seed=1)[2]]
 
@@ -54,10 +55,10 @@ def test_formulas_shapes_and_sources():
     with open(path, encoding="utf-8") as f:
         assert "def backward" in f.read().splitlines()[int(line) - 1]
     formulas = [g.formula for s in steps for g in s.grads]
-    for expected in ["dP = dheads @ V_hᵀ", "dV_h = Pᵀ @ dheads", "dQ_h = dQKᵀ @ K_h", "dK_hᵀ = Q_hᵀ @ dQKᵀ",
+    for expected in ["dP = dheads @ (V_h)ᵀ", "dV_h = Pᵀ @ dheads", "dQ_h = d(QKᵀ) @ K_h", "d(K_h)ᵀ = (Q_h)ᵀ @ d(QKᵀ)",
                      "dconcat = dattn_output W^O", "din_proj_weight[:8] += dW^Q  (zeros elsewhere)"]:
         assert expected in formulas
-    assert "dQKᵀ = dS ⊙ 0.5" in formulas  # 1/sqrt(d_k) with d_k = 4
+    assert "d(QKᵀ) = dS ⊙ 0.5" in formulas  # 1/sqrt(d_k) with d_k = 4
 
 
 def test_mask_step_appears():

@@ -29,12 +29,12 @@ from .trace import Trace, trace
 MHA_GROUPS = {
     **dict.fromkeys(
         ["in_proj_weight", "in_proj_bias", "W^Q", "W^K", "W^V", "b^Q", "b^K", "b^V", "Q", "K", "V"],
-        "1. project: Q = X W^Q, K = X W^K, V = X W^V",
+        "1. project: Q = X W^Qᵀ + b^Q, K = X W^Kᵀ + b^K, V = X W^Vᵀ + b^V",
     ),
-    **dict.fromkeys(["Q_h", "K_h", "V_h", "K_hᵀ"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
+    **dict.fromkeys(["Q_h", "K_h", "V_h", "(K_h)ᵀ"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
     **dict.fromkeys(["QKᵀ", "S", "S_m", "P", "P_drop", "heads"], "3. attention: softmax(Q Kᵀ / √d_k) V"),
     "concat": "4. concat heads: (B, h, n, d_k) -> (B, n, E)",
-    **dict.fromkeys(["attn_output", "W^O", "b^O"], "5. output projection: concat W^O"),
+    **dict.fromkeys(["attn_output", "W^O", "b^O"], "5. output projection: attn_output = concat W^Oᵀ + b^O"),
 }
 
 
@@ -98,9 +98,10 @@ def walkthrough(args: argparse.Namespace) -> str:
         f"Forward: {x_names} -> attn_output {(B, L, E)}. Backward starts from L = sum(attn_output ⊙ R), R random,",
         f"so dL/d attn_output = R {(B, L, E)}. Each step below is one op's backward: the op and its forward",
         "equation, the gradient that arrives (its shape and norm), then each gradient it sends on, with the",
-        "formula that produces it. Names follow the chapter; t1, t2, ... are unnamed intermediates",
-        "(reshapes and transposes that split and merge the heads). A name reached twice (X in self-attention)",
-        "gets the sum of its contributions.",
+        "formula that produces it. Names follow the chapter; t1, t2, ... are unnamed intermediates, shown with",
+        "their shapes (reshapes and transposes that split and merge the heads). dZ is dL/dZ, with the shape of Z;",
+        "(K_h)ᵀ is the transpose of K_h and d(K_h)ᵀ its gradient. A name reached twice (X in self-attention) gets",
+        "the sum of its contributions.",
         "",
     ]
     if args.fused:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
-import string
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,11 +58,11 @@ class Step:
     def __str__(self) -> str:
         lines = [
             f"[{self.index:2d}] {self.op:<10} {self.forward}",
-            f"     d{self.output} arrives: {_fmt_shape(self.grad_output_shape)}  |d{self.output}| = "
-            f"{self.grad_output_norm:.4g}",
+            f"     {grad_name(self.output)} arrives: {_fmt_shape(self.grad_output_shape)}  "
+            f"|{grad_name(self.output)}| = {self.grad_output_norm:.4g}",
         ]
         for g in self.grads:
-            lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |d{g.name}| = {g.norm:.4g}")
+            lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |{grad_name(g.name)}| = {g.norm:.4g}")
         lines.append(f"     backward: {self.source}")
         return "\n".join(lines)
 
@@ -150,16 +150,43 @@ def _format_value(value: Any) -> str:
 
 
 def render(template: str, out: str, inputs: list[str], position: int, ctx: Any, out_shape: tuple[int, ...]) -> str:
-    """Fill a formula template: ``{out}``, ``{0}``, ``{1}``..., ``{i}``, ``{out_shape}``, or a ``ctx`` attribute."""
-    values: dict[str, str] = {"out": out, "i": inputs[position] if position < len(inputs) else "?"}
-    values["out_shape"] = str(tuple(out_shape))
-    for _, field_name, _, _ in string.Formatter().parse(template):
-        if field_name and not field_name.isdigit() and field_name not in values:
-            values[field_name] = _format_value(getattr(ctx, field_name, "…"))
-    for k, label in enumerate(inputs):  # "{1}ᵀ": the transpose of input 1's name
-        values[f"T{k}"] = transposed(label)
-        template = template.replace(f"{{{k}}}ᵀ", f"{{T{k}}}")
-    return template.format(*inputs, **values)
+    """Fill a formula template with names: ``{out}``, ``{0}``, ``{1}``..., ``{i}``, ``{out_shape}``, a ``ctx`` field.
+
+    ``d{1}`` is the gradient's name (``grad_name``) and ``{1}ᵀ`` the transpose's (``transposed``),
+    so ``K_h`` gives ``dK_h`` and ``(K_h)ᵀ``, and ``(K_h)ᵀ`` gives ``d(K_h)ᵀ`` and ``K_h``.
+    """
+    names = {"out": out, "i": inputs[position] if position < len(inputs) else "?"}
+    names.update({str(k): label for k, label in enumerate(inputs)})
+    values = {"out_shape": str(tuple(out_shape))}
+
+    def fill(match: re.Match) -> str:
+        prefix, key, suffix = match.group(1), match.group(2), match.group(3)
+        if key not in names:
+            if key not in values:
+                values[key] = _format_value(getattr(ctx, key, "…"))
+            return prefix + values[key] + suffix
+        label = transposed(names[key]) if suffix else names[key]
+        return grad_name(label) if prefix else label
+
+    return re.sub(r"(d?)\{(\w+)\}(ᵀ?)", fill, template)
+
+
+def transposed(label: str) -> str:
+    """The name of a matrix transpose: ``X`` -> ``Xᵀ``, ``W^Q`` -> ``W^Qᵀ``, ``K_h`` -> ``(K_h)ᵀ``, and back."""
+    if label.startswith("(") and label.endswith(")ᵀ"):
+        return label[1:-2]
+    if re.fullmatch(r"[A-Za-z]ᵀ", label):
+        return label[0]
+    if re.fullmatch(r"[A-Za-z](\^\w+)?", label):
+        return label + "ᵀ"
+    return f"({label})ᵀ"
+
+
+def grad_name(label: str) -> str:
+    """The name of ``dL/d label``: ``dQ``, ``dK_h``, ``d(K_h)ᵀ``, ``d(QKᵀ)``, ``dt3 (3, 5, 2, 8)``."""
+    if "ᵀ" in label and not label.startswith("("):
+        return f"d({label})"
+    return "d" + label
 
 
 def _constant_label(value: Any) -> str:
@@ -168,11 +195,6 @@ def _constant_label(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     return getattr(value, "name", None) or "const"
-
-
-def transposed(label: str) -> str:
-    """The name of a matrix transpose: ``K`` -> ``Kᵀ``, and ``Kᵀ`` -> ``K`` ((Kᵀ)ᵀ = K)."""
-    return label[:-1] if label.endswith("ᵀ") else label + "ᵀ"
 
 
 class _Recorder:
@@ -199,10 +221,11 @@ class _Recorder:
             ndim = len(node.input_meta[0][0])
             if sorted(node.ctx.dims) == [ndim - 2, ndim - 1]:  # a matrix transpose of a named tensor
                 inner = self.name_of(node.edges[0])
-                if not inner.startswith("t"):
+                if not re.match(r"t\d+ ", inner):
                     return transposed(inner)
-        if node not in self.placeholders:
-            self.placeholders[node] = f"t{len(self.placeholders) + 1}"
+        if node not in self.placeholders:  # the n-th unnamed tensor, with its shape: "t3 (3, 5, 2, 8)"
+            shape = tensor.shape if tensor is not None else None
+            self.placeholders[node] = f"t{len(self.placeholders) + 1}" + (f" {tuple(shape)}" if shape else "")
         return self.placeholders[node]
 
     def backward(self, node: Node, grad_output: np.ndarray, grad_inputs: tuple[Any, ...]) -> None:

@@ -53,7 +53,7 @@ MISTAKES: tuple[Mistake, ...] = (
         "matmul_backward",
         "db = np.swapaxes(a2, -1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)",
         "db = np.swapaxes(grad_output2, -1, -2) @ a2",
-        "that is dCᵀ A = (dB)ᵀ, of shape (m, k): the transpose of the answer",
+        "that is (dC)ᵀ A = (dB)ᵀ, of shape (m, k): the transpose of the answer",
     ),
     Mistake(
         "linear_forward",

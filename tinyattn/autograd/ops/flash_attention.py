@@ -14,12 +14,12 @@ more) streams it through memory. FlashAttention walks over the keys in blocks of
   ``O = acc / ℓ`` is exactly ``softmax(S) V``. It saves only ``O (L, d_v)`` and the
   log-sum-exp ``LSE = m + log ℓ (L,)`` per row: O(n) memory, not O(n²).
 * **Backward (Algorithm 2).** ``P_j = exp(S_j - LSE)`` is *recomputed* block by
-  block from ``Q``, ``K_j`` and ``LSE``: one more ``Q K_jᵀ`` product, instead of
+  block from ``Q``, ``K_j`` and ``LSE``: one more ``Q (K_j)ᵀ`` product, instead of
   storing ``P`` and reading it back. With ``D = rowsum(dO ⊙ O)`` (which equals
   ``rowsum(dP ⊙ P)``, the softmax backward's row sum), each block gives::
 
-      dV_j = P_jᵀ dO          dP_j = dO V_jᵀ          dS_j = P_j ⊙ (dP_j − D)
-      dQ  += dS_j K_j · scale                         dK_j = dS_jᵀ Q · scale
+      dV_j = (P_j)ᵀ dO          dP_j = dO (V_j)ᵀ          dS_j = P_j ⊙ (dP_j − D)
+      dQ  += dS_j K_j · scale                         dK_j = (dS_j)ᵀ Q · scale
 
 **Why recomputing is cheaper than storing.** The recomputation costs one extra
 matmul, ``2 L S d`` flops, out of the ~``8 L S d`` attention already does, while a
@@ -58,16 +58,16 @@ class FlashAttention(Function):
 
     Shapes: ``q (..., L, d)``, ``k (..., S, d)``, ``v (..., S, d_v)`` -> ``O (..., L, d_v)``;
     ``mask`` additive, broadcastable to ``(..., L, S)``. Backward, per key block ``j``:
-    ``P_j = exp(S_j − LSE)``, ``dV_j = P_jᵀ dO``, ``dP_j = dO V_jᵀ``,
-    ``dS_j = P_j ⊙ (dP_j − rowsum(dO ⊙ O))``, ``dQ += dS_j K_j · scale``, ``dK_j = dS_jᵀ Q · scale``.
+    ``P_j = exp(S_j − LSE)``, ``dV_j = (P_j)ᵀ dO``, ``dP_j = dO (V_j)ᵀ``,
+    ``dS_j = P_j ⊙ (dP_j − rowsum(dO ⊙ O))``, ``dQ += dS_j K_j · scale``, ``dK_j = (dS_j)ᵀ Q · scale``.
     """
 
     formula = "{out} = softmax({0} {1}ᵀ · scale + M) {2}  (by key blocks j; saves {out} and LSE, not P)"
     grad_formulas = (
-        "d{0} = Σ_j dS_j {1}[j] · scale,  dS_j = P_j ⊙ (d{out} {2}[j]ᵀ − rowsum(d{out} ⊙ {out})),  "
+        "d{0} = Σ_j dS_j {1}[j] · scale,  dS_j = P_j ⊙ (d{out} ({2}[j])ᵀ − rowsum(d{out} ⊙ {out})),  "
         "P_j = exp(S_j − LSE)",
-        "d{1}[j] = dS_jᵀ {0} · scale",
-        "d{2}[j] = P_jᵀ d{out}",
+        "d{1}[j] = (dS_j)ᵀ {0} · scale",
+        "d{2}[j] = (P_j)ᵀ d{out}",
         "dM[:, j] = dS_j",
     )
 
@@ -138,17 +138,17 @@ class FlashAttention(Function):
                 s = _scores(q_r, k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)
                 s -= lse[..., rows, :]
                 p = np.exp(s, out=s)
-            dp = do_r @ np.swapaxes(v_g[..., j0:j1, :], -1, -2)  # dP_j = dO V_jᵀ        (..., L_r, B_c)
+            dp = do_r @ np.swapaxes(v_g[..., j0:j1, :], -1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
                 dv[..., j0:j1, :] += np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ do_r  # dV_j = P_jᵀ dO
+                dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
             dq[..., rows, :] += ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
-            dk[..., j0:j1, :] += np.swapaxes(ds, -1, -2) @ q_r  # dK_j = dS_jᵀ (Q · scale)
+            dk[..., j0:j1, :] += np.swapaxes(ds, -1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] += ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
@@ -196,7 +196,7 @@ def _blocks(L: int, S: int, block_size: int, is_causal: bool) -> list[tuple[int,
 def _scores(
     q_r: np.ndarray, k_j: np.ndarray, mask: np.ndarray | None, rows: slice, j0: int, j1: int, is_causal: bool
 ) -> np.ndarray:
-    """``S_j = (Q_r · scale) K_jᵀ + M[rows, j0:j1]``, with the causal mask of this block only."""
+    """``S_j = (Q_r · scale) (K_j)ᵀ + M[rows, j0:j1]``, with the causal mask of this block only."""
     s = q_r @ np.swapaxes(k_j, -1, -2)  # (..., L_r, d) @ (..., d, B_c)
     if mask is not None:  # (its L or S dim may be 1, broadcast)
         cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)

@@ -76,7 +76,7 @@ class LinearFn(Function):
     formula = "{out} = {0} {1}ᵀ + {2}"
     grad_formulas = (
         "d{0} = d{out} {1}",
-        "d{1} = d{out}ᵀ {0}  (summed over batch and positions)",
+        "d{1} = (d{out})ᵀ {0}  (summed over batch and positions)",
         "d{2} = Σ d{out}  (over batch and positions)",
     )
 
