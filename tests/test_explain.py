@@ -129,3 +129,24 @@ def test_unnamed_tensors_are_called_after_their_shape_never_after_a_guess():
     for label in labels:
         assert re.fullmatch(r"t\d+ \(\d+(, \d+)*\)", label) or label in ("X", "const"), label
     assert not {"K", "Q", "Kᵀ"} & labels
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--kv-len", "0"], "--kv-len: must be at least 1, got 0"),
+        (["--kv-len", "-3"], "--kv-len: must be at least 1, got -3"),
+        (["--seq", "0"], "--seq: must be at least 1, got 0"),
+        (["--heads", "two"], "--heads: expected a whole number, got 'two'"),
+        (["--graph", "/missing_dir/g.png"], "--graph: folder /missing_dir does not exist"),
+        (["--graph", "g.jpeg"], "--graph: expected a .png, .svg or .pdf file name"),
+        (["--dot", "/missing_dir/g.dot"], "--dot: folder /missing_dir does not exist"),
+        (["--d-model", "10", "--heads", "3"], "--d-model (10) must be divisible by --heads (3)"),
+    ],
+)
+def test_bad_arguments_give_one_clear_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        explain.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

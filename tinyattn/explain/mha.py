@@ -17,6 +17,7 @@ sends on with its shape, and the source line of that backward.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -43,7 +44,7 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
     autograd.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     B, L, E, h = args.batch, args.seq, args.d_model, args.heads
-    S = args.kv_len or L
+    S = args.kv_len or L  # (None: self-attention)
     mha = nn.MultiheadAttention(E, h, batch_first=True, dtype=np.float64)
     if args.kv_len:
         x_q = autograd.tensor(rng.standard_normal((B, L, E)), requires_grad=True).named("X_q")
@@ -140,14 +141,41 @@ def docs_block() -> str:
     return "\n".join(lines)
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _writable(path: str) -> str:
+    """An argparse type: a file path whose folder exists."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"folder {folder} does not exist")
+    return path
+
+
+def _picture(path: str) -> str:
+    """An argparse type: a .png, .svg or .pdf path whose folder exists."""
+    if os.path.splitext(path)[1].lower() not in (".png", ".svg", ".pdf"):
+        raise argparse.ArgumentTypeError(f"expected a .png, .svg or .pdf file name, got {path!r}")
+    return _writable(path)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command-line options."""
     p = argparse.ArgumentParser(prog="python -m tinyattn.explain", description=__doc__.splitlines()[0])
-    p.add_argument("--batch", type=int, default=3, help="B (default 3)")
-    p.add_argument("--seq", type=int, default=5, help="n, the query length (default 5)")
-    p.add_argument("--d-model", type=int, default=16, help="d_model = embed_dim (default 16)")
-    p.add_argument("--heads", type=int, default=2, help="h, the number of heads (default 2)")
-    p.add_argument("--kv-len", type=int, default=0, help="cross-attention with keys/values of this length")
+    p.add_argument("--batch", type=_positive, default=3, help="B (default 3)")
+    p.add_argument("--seq", type=_positive, default=5, help="n, the query length (default 5)")
+    p.add_argument("--d-model", type=_positive, default=16, help="d_model = embed_dim (default 16)")
+    p.add_argument("--heads", type=_positive, default=2, help="h, the number of heads (default 2)")
+    p.add_argument("--kv-len", type=_positive, default=None,
+                   help="cross-attention with keys/values of this length (default: self-attention)")
     p.add_argument("--mask", choices=["none", "causal", "padding"], default="none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--table", action="store_true", help="one line per gradient instead of the walkthrough")
@@ -155,8 +183,8 @@ def parser() -> argparse.ArgumentParser:
         "--fused", action="store_true",
         help="attention as one FlashAttention step (what need_weights=False runs) instead of its composed ops",
     )
-    p.add_argument("--graph", metavar="PATH", help="save a picture of the graph (.png or .svg)")
-    p.add_argument("--dot", metavar="PATH", help="save the graph as Graphviz DOT")
+    p.add_argument("--graph", metavar="PATH", type=_picture, help="save a picture of the graph (.png, .svg or .pdf)")
+    p.add_argument("--dot", metavar="PATH", type=_writable, help="save the graph as Graphviz DOT")
     p.add_argument("--docs-block", action="store_true", help="print the generated part of docs/gradients.md")
     return p
 
