@@ -21,10 +21,14 @@ from tinyattn import nn  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="figures", help="folder for the figure (default: figures)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--out", default="figures", help="folder for the figure")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the input and the weights")
     args = parser.parse_args()
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out: {args.out} is a file, not a folder")
 
     ta.manual_seed(args.seed)
     num_heads = 2
@@ -39,10 +43,13 @@ def main() -> None:
     print("Attention weights shape:", attn_weights.shape)  # (B, h, n, n)
     print("Output shape:", output.shape)
 
+    weights = attn_weights.numpy()[0]  # (h, n, n), the first sequence
+    top = float(np.ceil(weights.max() * 10) / 10)  # the colour scale reaches the largest weight
+    print(f"Colour scale: 0 to {top:g} (largest weight {weights.max():.3f})")
     fig = plt.figure(1, figsize=(4 * num_heads, 3))
     axes = fig.subplots(1, num_heads)
     for i, ax in enumerate(axes):
-        im = ax.pcolormesh(attn_weights.numpy()[0, i], cmap="Blues", vmin=0, vmax=0.4)
+        im = ax.pcolormesh(weights[i], cmap="Blues", vmin=0, vmax=top)
         ticks = np.arange(x.size(-2))
         ax.set_xticks(ticks + 0.5, ticks)
         ax.set_yticks(ticks + 0.5, ticks)
@@ -51,7 +58,7 @@ def main() -> None:
         ax.set_ylabel("query position")
         ax.set_title(f"Head {i + 1} Attention Weights")
         ax.invert_yaxis()
-    fig.colorbar(im, ax=axes, ticks=np.arange(0, 0.5, 0.1))
+    fig.colorbar(im, ax=axes, ticks=np.arange(0, top + 0.05, 0.1))
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "ch8.4-multi-head-attn-weights.svg")
     fig.savefig(path, bbox_inches="tight")

@@ -1,7 +1,9 @@
 """Backpropagate through a small expression and print each gradient beside finite differences.
 
-    python examples/gradient_demo.py
+    python examples/gradient_demo.py [--seed 0] [--eps 1e-6]
 """
+
+import argparse
 
 import numpy as np
 
@@ -15,14 +17,22 @@ def loss_fn(x: ta.Tensor, w: ta.Tensor) -> ta.Tensor:
 
 
 def main() -> None:
-    ta.manual_seed(0)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of x and w")
+    parser.add_argument("--eps", type=float, default=1e-6, help="step of the central finite differences")
+    args = parser.parse_args()
+    if not 0 < args.eps < 1:
+        parser.error(f"--eps: must be in (0, 1), got {args.eps}")
+    ta.manual_seed(args.seed)
     x = ta.randn(2, 4, dtype=ta.float64, requires_grad=True)
     w = ta.randn(4, 3, dtype=ta.float64, requires_grad=True)
     loss = loss_fn(x, w)
     loss.backward()
     print(f"L = sum(softmax(x @ w) * target) = {loss.item():.6f}\n")
 
-    eps = 1e-6
+    eps = args.eps
     for name, t in [("x", x), ("w", w)]:
         numeric = np.zeros(t.shape)
         for idx in np.ndindex(t.shape):

@@ -1,6 +1,7 @@
 """Train a small attention model to reverse a sequence of digits, then draw what its heads learned.
 
     python examples/train_toy.py [--steps 1500] [--seed 0] [--task reverse] [--out figures] [--quiet]
+    python examples/train_toy.py --help     # every option, with its default
 
 The model is one attention block: token embedding + sinusoidal positional
 encoding -> multi-head self-attention -> residual + LayerNorm -> a linear head
@@ -30,6 +31,7 @@ from tinyattn import nn, optim  # noqa: E402
 from tinyattn.nn import functional as F  # noqa: E402
 
 VOCAB = 10  # digits 0..9
+TRAIN, HELD_OUT = 20_000, 1_000  # distinct sequences drawn for training and for the held-out set
 
 
 def make_data(task: str, n: int, count: int, rng: np.random.Generator, exclude: set[bytes] = frozenset()):
@@ -78,12 +80,12 @@ def accuracy(model: AttentionModel, x: np.ndarray, y: np.ndarray) -> float:
 def plot_curve(history: list[tuple[int, float, float]], path: str) -> None:
     steps, losses, accs = zip(*history)
     fig, ax1 = plt.subplots(figsize=(6, 3.5))
-    ax1.plot(steps, losses, color="tab:blue")
+    ax1.plot(steps, losses, color="tab:blue", marker="." if len(steps) < 3 else None)
     ax1.set_xlabel("step")
     ax1.set_ylabel("training loss", color="tab:blue")
     ax1.set_yscale("log")
     ax2 = ax1.twinx()
-    ax2.plot(steps, accs, color="tab:orange")
+    ax2.plot(steps, accs, color="tab:orange", marker="." if len(steps) < 3 else None)
     ax2.set_ylabel("held-out token accuracy", color="tab:orange")
     ax2.set_ylim(0, 1.02)
     fig.tight_layout()
@@ -108,32 +110,53 @@ def plot_heads(weights: np.ndarray, tokens: np.ndarray, target: np.ndarray, path
     plt.close(fig)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--task", choices=["reverse", "rotate"], default="reverse")
-    parser.add_argument("--out", default="figures")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options, each checked: a bad value stops with one line naming it."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--steps", type=int, default=1500, help="training steps (0: only evaluate and draw)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data, the weights and the batches")
+    parser.add_argument("--task", choices=["reverse", "rotate"], default="reverse",
+                        help="output i copies input n-1-i (reverse) or (i + 3) mod n (rotate)")
+    parser.add_argument("--out", default="figures", help="folder for the two figures")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
-    parser.add_argument("--length", type=int, default=8, help="sequence length n")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-3)
-    args = parser.parse_args()
+    parser.add_argument("--length", type=int, default=8, help="sequence length n (at least 5)")
+    parser.add_argument("--batch-size", type=int, default=64, help="sequences per step")
+    parser.add_argument("--lr", type=float, default=3e-3, help="Adam's learning rate")
+    args = parser.parse_args(argv)
+    needed = TRAIN + HELD_OUT
+    if args.length < 1 or VOCAB**args.length < needed:
+        parser.error(f"--length: needs n >= 5 to draw {needed:,} distinct sequences of digits; got {args.length}")
+    if args.steps < 0:
+        parser.error(f"--steps: must be 0 or more, got {args.steps}")
+    if args.batch_size < 1:
+        parser.error(f"--batch-size: must be at least 1, got {args.batch_size}")
+    if not args.lr > 0:
+        parser.error(f"--lr: must be positive, got {args.lr}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out: {args.out} is a file, not a folder")
+    return args
 
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     start = time.perf_counter()
     rng = np.random.default_rng(args.seed)
     ta.manual_seed(args.seed)
     n = args.length
-    x_test, y_test = make_data(args.task, n, 1000, rng)
+    x_test, y_test = make_data(args.task, n, HELD_OUT, rng)
     held_out = {row.tobytes() for row in x_test}
-    x_train, y_train = make_data(args.task, n, 20_000, rng, exclude=held_out)
+    x_train, y_train = make_data(args.task, n, TRAIN, rng, exclude=held_out)
 
     model = AttentionModel(d_model=32, num_heads=2, max_len=n)
     opt = optim.Adam(model.parameters(), lr=args.lr)
-    history = []
+    with ta.no_grad():  # step 0: the untrained model
+        logits, _ = model(x_train[: args.batch_size])
+        loss_value = F.cross_entropy(logits.reshape(-1, VOCAB), y_train[: args.batch_size].reshape(-1)).item()
+    history = [(0, loss_value, accuracy(model, x_test, y_test))]
     record_every, print_every = max(args.steps // 50, 1), max(args.steps // 10, 1)
     tick, tick_step = time.perf_counter(), 0
-    loss_value = float("nan")
     for step in range(1, args.steps + 1):
         batch = rng.integers(0, len(x_train), size=args.batch_size)
         logits, _ = model(x_train[batch])  # (B, n, 10)

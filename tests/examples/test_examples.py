@@ -11,13 +11,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FINAL = re.compile(r"^final: loss=(?P<loss>[-+0-9.eE]+|nan) accuracy=(?P<acc>[0-9.]+) time=(?P<time>[0-9.]+)s$")
 
 
-def run(script, *args, cwd):
+def run(script, *args, cwd, expect=0):
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", script), *args],
         cwd=cwd, capture_output=True, text=True, timeout=300,
     )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    assert result.returncode == expect, result.stderr
+    return result.stdout if expect == 0 else result.stderr
 
 
 def final_line(stdout):
@@ -67,3 +67,55 @@ def test_gradient_demo_agrees_with_finite_differences(tmp_path):
     out = run("gradient_demo.py", cwd=tmp_path)
     diffs = [float(d) for d in re.findall(r"max \|difference\| = ([0-9.e+-]+)", out)]
     assert len(diffs) == 2 and max(diffs) < 1e-6
+
+
+EXAMPLES = ["train_toy.py", "chapter_8_4.py", "gradient_demo.py"]
+
+
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_help_lists_every_option_with_its_default_and_runs_nothing(script, tmp_path):
+    out = run(script, "--help", cwd=tmp_path)
+    assert out.startswith("usage:")
+    assert not list(tmp_path.iterdir())  # nothing ran, nothing written
+    blocks = re.split(r"\n(?=  -)", out.split("options:", 1)[1])  # one block per option
+    options = [b for b in blocks if b.strip() and not b.strip().startswith("-h")]
+    assert options
+    for block in options:
+        assert "(default:" in " ".join(block.split()), block
+
+
+@pytest.mark.parametrize(
+    "script, args, message",
+    [
+        ("train_toy.py", ["--length", "4"], "--length: needs n >= 5 to draw 21,000 distinct sequences"),
+        ("train_toy.py", ["--steps", "-1"], "--steps: must be 0 or more"),
+        ("train_toy.py", ["--batch-size", "0"], "--batch-size: must be at least 1"),
+        ("train_toy.py", ["--lr", "0"], "--lr: must be positive"),
+        ("gradient_demo.py", ["--eps", "0"], "--eps: must be in (0, 1)"),
+    ],
+)
+def test_bad_options_stop_at_once_with_the_reason(script, args, message, tmp_path):
+    err = run(script, *args, cwd=tmp_path, expect=2)
+    assert message in err and "Traceback" not in err
+
+
+def test_an_output_path_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "taken").write_text("")
+    for script in ("train_toy.py", "chapter_8_4.py"):
+        err = run(script, "--out", "taken", cwd=tmp_path, expect=2)
+        assert "--out: taken is a file, not a folder" in err
+
+
+def test_train_toy_with_no_steps_evaluates_and_draws_the_untrained_model(tmp_path):
+    out = run("train_toy.py", "--steps", "0", "--out", "figs", cwd=tmp_path)
+    loss, acc, _ = final_line(out)
+    assert 1.5 < loss < 4 and acc < 0.3  # about log(10) and chance
+    for name in ("training_curve.png", "attention_heads.png"):
+        assert (tmp_path / "figs" / name).stat().st_size > 5_000
+
+
+def test_chapter_demo_colour_scale_covers_every_weight(tmp_path):
+    for seed in ("0", "1", "2"):
+        out = run("chapter_8_4.py", "--seed", seed, "--out", str(tmp_path), cwd=tmp_path)
+        top, largest = re.search(r"Colour scale: 0 to ([0-9.]+) \(largest weight ([0-9.]+)\)", out).groups()
+        assert float(largest) <= float(top) < float(largest) + 0.1
