@@ -1,5 +1,6 @@
 """The explainer command: the walkthrough's content, cross-attention, masks, pictures; docs kept in step."""
 
+import itertools
 import os
 import pathlib
 import re
@@ -60,7 +61,47 @@ def test_graph_pictures_render_headless(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 20_000
     assert "<svg" in svg.read_text() and "Softmax" in svg.read_text()
     text = dot.read_text()
-    assert text.startswith("digraph") and "cluster_" in text and 'label="grad (3, 2, 5, 5)"' in text
+    assert text.startswith("digraph") and "cluster_" in text and 'label="(3, 2, 5, 5)"' in text
+    assert "each gradient flows back along its arrow" in text
+
+
+def segment_hits_box(p, q, box, steps=60):
+    """True if the segment p-q passes through the interior of ``box`` (sampled finely)."""
+    from tinyattn.explain.graph import Box
+
+    inner = Box(box.x, box.y, box.w - 0.02, box.h - 0.02)
+    return any(inner.contains(Box(p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]), 0, 0))
+               for t in (i / steps for i in range(1, steps)))
+
+
+@pytest.mark.parametrize("argv", [[], ["--mask", "causal"], ["--kv-len", "7", "--mask", "padding"], ["--fused"],
+                                  ["--heads", "4", "--seq", "3"]])
+def test_graph_layout_has_no_overlaps(argv):
+    """From the layout's coordinates: boxes, labels, stages and edges never collide."""
+    from tinyattn.explain.graph import layout
+
+    _, _, steps = explain.build(explain.parser().parse_args(argv))
+    lay = layout(steps, explain.MHA_GROUPS)
+    nodes, labels = list(lay.nodes.items()), [e[2] for e in lay.edges]
+    for (ka, a), (kb, b) in itertools.combinations(nodes, 2):
+        assert not a.overlaps(b), (lay.labels[ka], lay.labels[kb])
+    for (text_a, a), (text_b, b) in itertools.combinations([(e[1], e[2]) for e in lay.edges], 2):
+        assert not a.overlaps(b), (text_a, text_b)
+    for label in labels:
+        assert not any(label.overlaps(b) for _, b in nodes)
+    for a, b in itertools.combinations(lay.stages.values(), 2):
+        assert not a.overlaps(b)
+    stage_boxes = list(lay.stages.values())
+    for _, b in nodes:  # every node sits in exactly one stage box
+        assert sum(s.contains(b) for s in stage_boxes) == 1
+    for stage, (title, _) in lay.titles.items():
+        assert lay.stages[stage].contains(title)
+    for points, text, _ in lay.edges:  # an edge touches only its own two nodes
+        ends = {points[0], points[-1]}
+        for p, q in zip(points, points[1:]):
+            for key, b in nodes:
+                touching = any(abs(e[0] - b.x) * 2 <= b.w + 1e-6 and abs(e[1] - b.y) * 2 <= b.h + 1e-6 for e in ends)
+                assert touching or not segment_hits_box(p, q, b), (text, lay.labels[key])
 
 
 def test_module_entry_point_runs():
