@@ -191,3 +191,31 @@ def test_bad_arguments_give_one_clear_line_and_exit_2(argv, message, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_cost_view_matches_a_hand_count():
+    """B=3, n=5, d_model=16, h=2, d_k=8, float64 (8 bytes): the numbers worked out by hand."""
+    from tinyattn.explain.cost import cost_table, grows_as_n_squared, step_cost
+
+    _, _, steps = explain.build(explain.parser().parse_args([]))
+    by_output = {s.output: s for s in steps}
+    B, n, E, h, d_k = 3, 5, 16, 2, 8
+    linear = 2 * (B * n * E) * E  # (15, 16) @ (16, 16): 7,680
+    assert step_cost(by_output["attn_output"]) == (linear + B * n * E, 2 * linear + B * n * E)  # + bias; dX, dW, db
+    assert step_cost(by_output["heads"]) == (2 * (B * h * n * d_k) * n, 2 * 2 * (B * h * n * d_k) * n)  # P @ V_h
+    assert step_cost(by_output["QKᵀ"]) == (2 * (B * h * n * n) * d_k, 4 * (B * h * n * n) * d_k)  # Q_h @ (K_h)ᵀ
+    assert step_cost(by_output["P"]) == (5 * B * h * n * n, 4 * B * h * n * n)  # softmax
+    assert step_cost(by_output["concat"]) == (0, 0)  # a reshape moves data only
+    assert sum(b for _, _, b in by_output["P"].saved) == B * h * n * n * 8  # P, kept for the backward
+    assert sum(b for _, _, b in by_output["attn_output"].saved) == (B * n * E + E * E) * 8  # concat and W^O
+    assert grows_as_n_squared(by_output["P"], (n, n)) == (True, True)
+    assert grows_as_n_squared(by_output["QKᵀ"], (n, n)) == (True, False)  # computes n × n, keeps Q_h and (K_h)ᵀ
+    assert grows_as_n_squared(by_output["Q"], (n, n)) == (False, False)
+    table = cost_table(steps, (n, n))
+    forward = 4 * (linear + B * n * E) + 2 * 2400 + 750 + 150  # 4 projections, 2 matmuls, softmax, scale
+    backward = 4 * (2 * linear + B * n * E) + 2 * 4800 + 600 + 150
+    # saved, each array once: X, the four weights, concat, Q_h, (K_h)ᵀ, V_h and P
+    saved = (B * n * E + 4 * E * E + B * n * E + 3 * B * h * n * d_k + B * h * n * n) * 8
+    total_line = next(line for line in table.splitlines() if "total" in line)
+    assert total_line.split()[1:] == [f"{forward:,}", f"{backward:,}", f"{saved:,}", "B"]
+    assert f"{2 * 2400 + 2 * 4800 + 1350 + 300:,} of {forward + backward:,} FLOPs" in table

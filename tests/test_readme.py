@@ -38,3 +38,29 @@ def test_explainer_excerpt_is_real_output():
     for line in text.splitlines():
         if line.strip() and line.strip() != "...":
             assert line in output, line
+
+
+def test_cost_excerpt_is_real_output():
+    from tinyattn.explain import mha as explain
+
+    section = readme().split("**Why is attention memory-bound?**")[1]
+    command = re.search(r"`python -m tinyattn.explain (--cost[^`]*)`", section).group(1).split()
+    text = section.split("```text\n")[1].split("```")[0]
+    output = explain.walkthrough(explain.parser().parse_args(command))
+    lines = [line for line in text.splitlines() if line.strip() and line.strip() != "..."]
+    assert len(lines) >= 8
+    for line in lines:
+        assert line in output.splitlines(), line
+
+
+def test_graph_picture_in_the_readme_is_the_current_layout():
+    """The PNG carries its layout's fingerprint; redraw with `python -m tinyattn.explain --graph docs/mha_graph.png`."""
+    from PIL import Image
+
+    from tinyattn.explain import mha as explain
+    from tinyattn.explain.graph import layout
+
+    assert "](docs/mha_graph.png)" in readme()
+    stored = Image.open(os.path.join(ROOT, "docs", "mha_graph.png")).text["Description"]
+    _, _, steps = explain.build(explain.parser().parse_args([]))
+    assert stored == f"tinyattn layout {layout(steps, explain.MHA_GROUPS).fingerprint()}", "redraw docs/mha_graph.png"

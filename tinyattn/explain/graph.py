@@ -64,6 +64,15 @@ class Layout:
     titles: dict[str, tuple[Box, str]] = field(default_factory=dict)
     edges: list[tuple[list[tuple[float, float]], str, Box]] = field(default_factory=list)
 
+    def fingerprint(self) -> str:
+        """A short hash of every label and coordinate: equal fingerprints, equal pictures."""
+        import hashlib
+
+        parts = [f"{self.labels[k]}@{b.x:.3f},{b.y:.3f}" for k, b in self.nodes.items()]
+        parts += [f"{s}@{b.x:.3f},{b.y:.3f},{b.w:.3f},{b.h:.3f}" for s, b in self.stages.items()]
+        parts += [f"{t}@{lb.x:.3f},{lb.y:.3f}:{pts}" for pts, t, lb in self.edges]
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
     def extent(self) -> Box:
         """The rectangle around everything."""
         boxes = list(self.nodes.values()) + list(self.stages.values()) + [e[2] for e in self.edges]
@@ -300,11 +309,12 @@ def to_dot(trace: Trace, groups: dict[str, str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_graph(
-    trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "",
-    metadata: dict[str, str] | None = None,
-) -> Any:
-    """Draw the layout with matplotlib (headless-safe); save to ``path`` (.png/.svg/.pdf) if given."""
+def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "") -> Any:
+    """Draw the layout with matplotlib (headless-safe); save to ``path`` (.png/.svg/.pdf) if given.
+
+    A PNG carries the layout's fingerprint in its metadata ("Description"), so a saved
+    picture can be checked against the current layout without comparing pixels.
+    """
     import matplotlib
 
     if path is not None:
@@ -349,6 +359,7 @@ def draw_graph(
     if title:
         ax.text(ext.x, ext.y + ext.h / 2 + 0.25, title, ha="center", va="bottom", fontsize=9)
     if path is not None:
-        fig.savefig(path, dpi=150, metadata=metadata)
+        png = path.lower().endswith(".png")
+        fig.savefig(path, dpi=150, metadata={"Description": f"tinyattn layout {lay.fingerprint()}"} if png else None)
         plt.close(fig)
     return fig

@@ -4,6 +4,7 @@
     python -m tinyattn.explain --kv-len 7           # cross-attention: keys/values from another sequence
     python -m tinyattn.explain --mask causal        # or: padding
     python -m tinyattn.explain --fused              # attention as one FlashAttention step
+    python -m tinyattn.explain --cost               # FLOPs and saved bytes of every step
     python -m tinyattn.explain --graph graph.png    # also draw the computation graph (--dot graph.dot)
 
 It builds a MultiheadAttention, runs it forward on random inputs, sets
@@ -112,7 +113,16 @@ def walkthrough(args: argparse.Namespace) -> str:
             "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py).",
             "",
         ]
-    if args.table:
+    if args.cost:
+        from .cost import cost_table
+
+        lines += [
+            "The cost of each step (FLOPs: a multiply-add is 2, other arithmetic 1 per element, moving data 0;",
+            "saved: the bytes an op keeps for its backward, an array kept by several ops counted once in the total):",
+            "",
+            cost_table(steps, (L, S)),
+        ]
+    elif args.table:
         lines.append(steps.table())
     else:
         lines.append(str(steps))
@@ -179,6 +189,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mask", choices=["none", "causal", "padding"], default="none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--table", action="store_true", help="one line per gradient instead of the walkthrough")
+    p.add_argument("--cost", action="store_true",
+                   help="the cost view: FLOPs of each step forward and backward, bytes saved, what grows as n²")
     p.add_argument(
         "--fused", action="store_true",
         help="attention as one FlashAttention step (what need_weights=False runs) instead of its composed ops",

@@ -54,6 +54,9 @@ class Step:
     grad_output_norm: float
     grads: list[InputGrad]
     source: str
+    input_shapes: list[tuple[int, ...] | None] = field(default_factory=list)  # None: not a tensor
+    saved: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)  # (id, shape, bytes) kept for backward
+    grad_positions: list[int] = field(default_factory=list)  # the inputs that received a gradient
 
     def __str__(self) -> str:
         lines = [
@@ -205,12 +208,17 @@ class _Recorder:
         self.outputs: dict[Node, Any] = {}  # node -> the tensor it made (kept alive for its name)
         self.args: dict[Node, tuple[Any, ...]] = {}  # node -> its inputs (tensors and constants)
         self.placeholders: dict[Node, str] = {}
+        self.saved: dict[Node, list[tuple[int, tuple[int, ...], int]]] = {}
         self.step_of_node: dict[Node, int] = {}
         self.pending: list[tuple[InputGrad, Node]] = []  # gradients whose source step comes later
 
     def forward(self, node: Node, args: tuple[Any, ...], output: Any) -> None:
         self.outputs[node] = output
         self.args[node] = args
+        kept = [a for a in node.ctx.saved_tensors if isinstance(a, np.ndarray)]  # what backward will read
+        # an array is known by where its data starts and its shape: two ops keeping X keep the same array
+        self.saved[node] = [(hash((a.__array_interface__["data"][0], a.shape, a.strides)), a.shape, a.nbytes)
+                            for a in kept]
 
     def name_of(self, node: Node) -> str:
         """The name the forward gave the node's tensor, else one derived from its op, else ``t1``, ``t2``..."""
@@ -267,6 +275,9 @@ class _Recorder:
                 grad_output_norm=float(np.linalg.norm(grad_output.astype(np.float64))),
                 grads=grads,
                 source=backward_source(node.fn),
+                input_shapes=[getattr(a, "shape", None) for a in args],
+                saved=self.saved.get(node, []),
+                grad_positions=[g.position for g in grads],
             )
         )
 
