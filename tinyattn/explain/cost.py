@@ -150,7 +150,8 @@ def cost_table(trace: Trace, attention: tuple[int, int]) -> str:
         mark = " and ".join(w for w, on in (("FLOPs", arithmetic), ("memory", memory)) if on) or "-"
         flops = (f"{fwd:>13,} {bwd:>14,}") if cost is not None else f"{'?':>13} {'?':>14}"
         name = step.output.split(" (")[0]
-        rows.append(f"{step.index:>4}  {step.op:<14} {name:<18} {flops} {sum(b for _, _, b in step.saved):>16,} B  {mark}")
+        kept = sum(b for _, _, b in step.saved)
+        rows.append(f"{step.index:>4}  {step.op:<14} {name:<18} {flops} {kept:>16,} B  {mark}")
     total, saved = total_fwd + total_bwd, sum(saved_all.values())
     rows += [
         "-" * 104,
