@@ -1,8 +1,13 @@
-"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes`` (also ``tinyattn-homework``)."""
+"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes`` (also ``tinyattn-homework``).
+
+Every misuse (a wrong path, a folder that is not a student copy, an unknown or empty task
+list, a time limit that is not positive) ends with one line on stderr and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Sequence
@@ -10,48 +15,84 @@ from typing import Sequence
 from .markers import MarkerError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line: ``error: ...``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print one line and exit with status 2."""
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def _task_list(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+    """``--tasks a,b``: the ids; None when the option was not given; [] when it was given empty."""
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line and run one command; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m tinyattn.homework", description="Turn tinyattn into graded homework.")
-    sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("assign", help="write OUT/student, OUT/autograder and OUT/manifest.json")
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line."""
+    p = _Parser(prog="python -m tinyattn.homework", description="Turn tinyattn into graded homework.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    a = sub.add_parser("assign", help="write OUT/student, OUT/autograder, OUT/manifest.json and a Gradescope zip")
     a.add_argument("out")
     a.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    c = sub.add_parser("check", help="self-check: reference passes, blanks and mutants are caught")
+    c = sub.add_parser("check", help="self-check: reference passes; blanks, mistakes and isolation are right")
     c.add_argument("--tasks", help="comma-separated task ids (default: all)")
-    c.add_argument("--timeout", type=float, default=600.0)
-    g = sub.add_parser("grade", help="grade a student copy and write Gradescope's results.json")
+    c.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per test run (default 600)")
+    g = sub.add_parser("grade", help="grade a submission, each task on its own; write Gradescope's results.json")
     g.add_argument("student_dir")
     g.add_argument("--autograder", help="the autograder folder (default: ../autograder beside STUDENT_DIR)")
     g.add_argument("--json", dest="json_path", metavar="RESULTS_JSON")
-    g.add_argument("--timeout", type=float, default=300.0, help="seconds per task's test run (default 300)")
+    g.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per task's test run (default 300)")
+    g.add_argument("--gradescope", action="store_true",
+                   help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
+                        "with the reason (what run_autograder uses)")
     s = sub.add_parser("solve", help="put the reference code of some tasks back into a student copy")
     s.add_argument("student_dir")
     s.add_argument("--tasks", required=True)
     sub.add_parser("tasks", help="list the tasks, their regions and their tests")
     sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
-    args = p.parse_args(argv)
+    return p
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run one command; returns the exit status."""
+    args = parser().parse_args(argv)
     from . import commands
 
     try:
         if args.command == "assign":
             data = commands.assign(args.out, _task_list(args.tasks))
             total = sum(t["points"] for t in data["tasks"].values())
-            print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json: "
-                  f"{len(data['tasks'])} tasks, {total:g} points")
+            print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
+                  f"{args.out}/gradescope_autograder.zip: {len(data['tasks'])} tasks, {total:g} points")
         elif args.command == "check":
             ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout)
             print(table)
             return 0 if ok else 1
         elif args.command == "grade":
+            if args.gradescope and not args.json_path:
+                raise commands.HomeworkError("grade: --gradescope needs --json RESULTS_JSON")
             beside = os.path.join(os.path.dirname(os.path.abspath(args.student_dir)), "autograder")
             autograder = args.autograder or beside
-            _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout)
+            try:
+                _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout)
+            except (commands.HomeworkError, MarkerError) as err:
+                if not args.gradescope:
+                    raise
+                with open(args.json_path, "w", encoding="utf-8") as f:  # Gradescope shows the reason
+                    json.dump(commands.failed_results(autograder, str(err)), f, indent=2)
+                print(f"error: {err}", file=sys.stderr)
+                return 0
             print(table)
         elif args.command == "solve":
             commands.solve(args.student_dir, _task_list(args.tasks))
@@ -65,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where = ", ".join(f"{r.path}:{r.begin + 1}" for r in regions[task])
                 points = sum(t.points for t in tests if t.task == task)
                 print(f"{task:<22} {points:>4g} pts  {len([t for t in tests if t.task == task])} tests  {where}")
-    except MarkerError as err:
+    except (MarkerError, commands.HomeworkError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ class GradedTest:
     task: str
     points: float
     visibility: str  # "visible" (students have it) or "hidden"
+    purpose: str = ""  # the first line of the test's docstring, else its name in words
 
     @property
     def node_id(self) -> str:
@@ -63,7 +65,9 @@ def scan_tests(tests_dir: str) -> list[GradedTest]:
                     marker = _task_marker(dec)
                     if marker:
                         visibility = "hidden" if name in HIDDEN_FILES else "visible"
-                        found.append(GradedTest(name, node.name, marker[0], marker[1], visibility))
+                        doc = (ast.get_docstring(node) or "").strip().split("\n")[0]
+                        purpose = doc or node.name[len("test_"):].replace("_", " ")
+                        found.append(GradedTest(name, node.name, marker[0], marker[1], visibility, purpose))
     return found
 
 
@@ -98,6 +102,7 @@ def run_tests(
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.xml")
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # the task tests need no plugin; loading them all takes ~0.7 s
         env["PYTHONPATH"] = os.pathsep.join([package_root, tests_dir])
         env["TINYATTN_PACKAGE_ROOT"] = package_root
         env["MPLBACKEND"] = "Agg"
@@ -105,7 +110,7 @@ def run_tests(
         if reference_values:
             env["TINYATTN_REFERENCE_VALUES"] = reference_values
         cmd = [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tests_dir,
+            sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", "--rootdir", tests_dir,
             "-c", os.path.join(tests_dir, "pytest.ini"), f"--junitxml={report}",
             *[os.path.join(tests_dir, t.file) + "::" + t.name for t in tests],
         ]
@@ -113,23 +118,44 @@ def run_tests(
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
             log = proc.stdout + proc.stderr
         except subprocess.TimeoutExpired:
-            return {t.node_id: Outcome(False, f"timed out after {timeout:g} s") for t in tests}
+            message = f"timed out after {timeout:g} s: an endless loop, or far too slow a solution"
+            return {t.node_id: Outcome(False, feedback(t, message, "")) for t in tests}
         results = _read_junit(report) if os.path.exists(report) else {}
     outcomes = {}
     for t in tests:
         key = (t.file[:-3], t.name)
         if key in results:
-            outcomes[t.node_id] = results[key]
+            passed, message, trace = results[key]
+            outcomes[t.node_id] = Outcome(passed, "" if passed else feedback(t, message, trace))
         else:
-            outcomes[t.node_id] = Outcome(False, "did not run (collection error?)\n" + log[-2000:])
+            outcomes[t.node_id] = Outcome(False, feedback(t, f"did not run: {_first_error(log)}", log))
     return outcomes
 
 
-def _read_junit(path: str) -> dict[tuple[str, str], Outcome]:
+def _first_error(log: str) -> str:
+    """The error that stopped a test run, with the student's file and line when the log names them."""
+    lines = log.splitlines()
+    error = next((x.replace("INTERNALERROR>", "").strip() for x in reversed(lines) if "Error" in x), "see below")
+    places = re.findall(r'File "[^"]*?(tinyattn/[^"]+)", line (\d+)', log)
+    return f"{error} (in {places[-1][0]}, line {places[-1][1]})" if places else error
+
+
+def feedback(test: GradedTest, message: str, trace: str, max_lines: int = 40) -> str:
+    """What a student reads: the task, what the test checks, the error, then the end of the traceback."""
+    lines = [f"Task {test.task}: {test.purpose}", message.strip() or "failed"]
+    trace_lines = [line for line in trace.strip().splitlines() if line.strip()]
+    if trace_lines:
+        lines += ["", f"Traceback (last {min(max_lines, len(trace_lines))} lines):"] + trace_lines[-max_lines:]
+    return "\n".join(lines)
+
+
+def _read_junit(path: str) -> dict[tuple[str, str], tuple[bool, str, str]]:
+    """``(module, test) -> (passed, the error's message, its traceback)`` from pytest's JUnit XML."""
     outcomes = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         module = case.get("classname", "").split(".")[-1]
         problems = [c for c in case if c.tag in ("failure", "error", "skipped")]
-        text = "\n".join((c.get("message") or "") + "\n" + (c.text or "") for c in problems).strip()
-        outcomes[(module, case.get("name", ""))] = Outcome(not problems, text[-4000:])
+        message = "\n".join((c.get("message") or "").strip() for c in problems)
+        trace = "\n".join(c.text or "" for c in problems)
+        outcomes[(module, case.get("name", ""))] = (not problems, message, trace)
     return outcomes

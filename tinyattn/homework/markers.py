@@ -63,6 +63,11 @@ class Region:
     stub: list[str] = field(default_factory=list)
     mutants: list[Mutant] = field(default_factory=list)
 
+    @property
+    def key(self) -> tuple[str, int]:
+        """Which region this is: its file and the line its ``BEGIN`` marker is on."""
+        return self.path, self.begin
+
 
 def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
     """Find the regions of one file, or raise ``MarkerError``."""
@@ -176,11 +181,16 @@ def _without_homework_note(lines: list[str]) -> list[str]:
 
 
 def rewrite(
-    lines: list[str], regions: list[Region], blank: set[str], mutant: Mutant | None = None
+    lines: list[str],
+    regions: list[Region],
+    blank: set[str],
+    mutant: Mutant | None = None,
+    given: dict[tuple[str, int], list[str]] | None = None,
 ) -> list[str]:
     """One file's text with the tasks in ``blank`` stubbed, the rest as reference, markers removed.
 
     With ``mutant``, the line it targets is replaced by the wrong code (same indentation).
+    ``given`` maps a region's ``key`` to the lines that stand in it instead (a student's code).
     The module docstring's "Homework: ..." note goes too: the copy has no markers left.
     """
     out: list[str] = []
@@ -192,7 +202,9 @@ def rewrite(
             out.append(lines[i])
             i += 1
             continue
-        if region.task in blank:
+        if given is not None and region.key in given:
+            out.extend(given[region.key])
+        elif region.task in blank:
             out.extend(_stub_lines(region))
         else:
             for j in range(region.begin + 1, region.end):
@@ -214,20 +226,25 @@ def write_package(
     blank: set[str],
     mutant: Mutant | None = None,
     mutant_path: str | None = None,
+    given: dict[tuple[str, int], list[str]] | None = None,
 ) -> None:
-    """Write every file under ``dest_root`` (blanked, mutated as asked), refusing any that does not parse."""
+    """Write every file under ``dest_root`` (blanked, mutated, or with ``given`` regions as asked).
+
+    A file that does not parse is refused, unless a ``given`` region (a student's code) is in it:
+    then it is written as it is, and the test run reports the error.
+    """
     regions_of: dict[str, list[Region]] = {}
     for regions in tasks.values():
         for r in regions:
             regions_of.setdefault(r.path, []).append(r)
     for rel, lines in files.items():
-        text = "\n".join(
-            rewrite(lines, regions_of.get(rel, []), blank, mutant if rel == mutant_path else None)
-        )
+        here = regions_of.get(rel, [])
+        text = "\n".join(rewrite(lines, here, blank, mutant if rel == mutant_path else None, given))
         try:
             ast.parse(text, filename=rel)
         except SyntaxError as err:
-            raise MarkerError(f"{rel}: the rewritten file does not parse: {err}") from None
+            if not (given and any(r.key in given for r in here)):
+                raise MarkerError(f"{rel}: the rewritten file does not parse: {err}") from None
         path = os.path.join(dest_root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:

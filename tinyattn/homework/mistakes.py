@@ -38,6 +38,12 @@ MISTAKES: tuple[Mistake, ...] = (
         "forgets the axes of size 1 that were stretched: the gradient keeps the broadcast shape",
     ),
     Mistake(
+        "unbroadcast",
+        "grad = grad.sum(axis=axes, keepdims=True)",
+        "grad = grad.sum(axis=axes)",
+        "forgets keepdims: the size-1 axes vanish, so the gradient no longer has the input's shape",
+    ),
+    Mistake(
         "matmul_backward",
         "da = grad_output2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)",
         "da = grad_output2 @ b2",
@@ -94,6 +100,19 @@ MISTAKES: tuple[Mistake, ...] = (
         "sums over the last axis whatever dim the softmax was taken over",
     ),
     Mistake(
+        "softmax_backward",
+        "row_sum = np.sum(grad_output * y, axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row",
+        "row_sum = np.sum(grad_output * y, axis=ctx.dim)",
+        "forgets keepdims: the row sums no longer line up with their rows (and silently misalign when "
+        "two dims have the same size)",
+    ),
+    Mistake(
+        "log_softmax_backward",
+        "return (grad_output - np.exp(y) * np.sum(grad_output, axis=ctx.dim, keepdims=True),)",
+        "return (grad_output - np.exp(y) * np.sum(grad_output, axis=ctx.dim),)",
+        "forgets keepdims: the row sums no longer line up with their rows",
+    ),
+    Mistake(
         "log_softmax_backward",
         "return (grad_output - np.exp(y) * np.sum(grad_output, axis=ctx.dim, keepdims=True),)",
         "return (grad_output - np.exp(y) * grad_output,)",
@@ -142,6 +161,18 @@ MISTAKES: tuple[Mistake, ...] = (
         'k = k.view(B, L, h, d_k).transpose(1, 2).named("K_h")',
         "hard-codes the key length as the query length: breaks cross-attention, add_bias_kv and "
         "add_zero_attn, where S ≠ L",
+    ),
+    Mistake(
+        "mha_split_heads",
+        'v = v.view(B, -1, h, d_k).transpose(1, 2).named("V_h")  # (B, h, S, d_k)',
+        'v = v.view(B, -1, h, d_k).transpose(2, 3).named("V_h")',
+        "transposes the wrong pair of axes: (B, S, d_k, h) instead of (B, h, S, d_k)",
+    ),
+    Mistake(
+        "mha_merge_heads",
+        'concat = heads.transpose(1, 2).reshape(B, L, E).named("concat")  # (B, L, E)',
+        'concat = heads.transpose(2, 3).reshape(B, L, E).named("concat")',
+        "transposes the wrong pair of axes: the reshape then mixes positions and features",
     ),
     Mistake(
         "mha_merge_heads",

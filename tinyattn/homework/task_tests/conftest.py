@@ -1,7 +1,10 @@
-"""Shared fixtures of the homework tests.
+"""Shared fixtures of the homework tests, and the options students use.
 
 ``reference`` loads the values the reference implementation computed when the
 assignment was made (``reference_values.npz``, shipped with the autograder only).
+``--task ID`` runs one task's tests; in a student copy, tests of tasks not in the
+assignment (``assigned_tasks.txt``) are skipped with the reason; the summary at the
+end counts passes per task.
 """
 
 import os
@@ -10,8 +13,61 @@ import numpy as np
 import pytest
 
 
+def pytest_addoption(parser):
+    parser.addoption("--task", action="append", default=[], metavar="ID", help="run only this task's tests")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "task(id, points): the homework task a test grades, and its points")
+
+
+def _task_of(item):
+    marker = item.get_closest_marker("task")
+    return marker.kwargs.get("id") if marker else None
+
+
+def pytest_collection_modifyitems(config, items):
+    wanted = set(config.getoption("--task"))
+    assigned_file = os.path.join(os.path.dirname(__file__), "assigned_tasks.txt")
+    assigned = None
+    if os.path.exists(assigned_file):
+        with open(assigned_file, encoding="utf-8") as f:
+            assigned = {line.strip() for line in f if line.strip()}
+    known = {_task_of(item) for item in items}
+    unknown = wanted - known
+    if unknown:
+        listed = ", ".join(sorted(t for t in known if t))
+        raise pytest.UsageError(f"--task: no test grades {', '.join(sorted(unknown))} (tasks: {listed})")
+    if wanted:
+        items[:] = [item for item in items if _task_of(item) in wanted]
+    for item in items:
+        task = _task_of(item)
+        if assigned is not None and task not in assigned:
+            item.add_marker(pytest.mark.skip(reason=f"task {task} is not part of this assignment"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per task: how many of its tests passed."""
+    per_task = {}
+    for status in ("passed", "failed", "error"):
+        for report in terminalreporter.stats.get(status, []):
+            if report.when != "call" and status != "error":
+                continue
+            task = dict(report.user_properties).get("task")
+            if task:
+                counts = per_task.setdefault(task, [0, 0])
+                counts[0] += status == "passed"
+                counts[1] += 1
+    if per_task:
+        terminalreporter.section("tasks")
+        for task, (passed, total) in sorted(per_task.items()):
+            terminalreporter.line(f"{task:<22} {passed}/{total} passed")
+
+
+def pytest_runtest_setup(item):
+    task = _task_of(item)
+    if task:
+        item.user_properties.append(("task", task))
 
 
 def pytest_sessionstart(session):

@@ -166,15 +166,16 @@ def test_split_heads_uses_the_projections(rng):
 @pytest.mark.task(id="mha_split_heads", points=1)
 def test_split_heads_for_any_number_of_keys(rng):
     """Keys and values may be more or fewer than the queries: cross-attention, add_bias_kv, add_zero_attn."""
-    for options, L, S in [({}, 3, 5), ({"add_bias_kv": True}, 4, 4), ({"add_zero_attn": True}, 4, 4),
-                          ({"kdim": 6, "vdim": 5}, 2, 3)]:
+    for options, L, S, batch in [({}, 3, 5, (2,)), ({"add_bias_kv": True}, 4, 4, (2,)),
+                                 ({"add_zero_attn": True}, 4, 4, (2,)), ({"kdim": 6, "vdim": 5}, 2, 3, (2,)),
+                                 ({}, 3, 5, ())]:  # the last one unbatched
         ta.manual_seed(2)
         mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64, **options)
-        q = leaf(rng, 2, L, 8)
-        k, v = leaf(rng, 2, S, options.get("kdim", 8)), leaf(rng, 2, S, options.get("vdim", 8))
+        q = leaf(rng, *batch, L, 8)
+        k, v = leaf(rng, *batch, S, options.get("kdim", 8)), leaf(rng, *batch, S, options.get("vdim", 8))
         out, weights = mha(q, k, v)
         extra = 1 if options.get("add_bias_kv") or options.get("add_zero_attn") else 0
-        assert out.shape == (2, L, 8) and weights.shape == (2, L, S + extra), options
+        assert out.shape == (*batch, L, 8) and weights.shape == (*batch, L, S + extra), options
         assert gradcheck(lambda q, k, v, mha=mha: mha(q, k, v)[0], (q, k, v)), options
 
 

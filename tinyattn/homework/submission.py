@@ -1,0 +1,132 @@
+"""A student's submission, read region by region, and the package that grades one task.
+
+**The isolation rule.** Task T is graded against a package in which T's regions hold
+the student's code and every other region holds the reference code. So a blank or a
+bug in one task never costs points in another, and a task's score depends on that
+task's code alone.
+
+The student's code for a region is found by comparing the student's file with the
+copy ``assign`` handed out (rebuilt here from the marked source): the lines between
+the unchanged line before the ``# TODO(task ...)`` stub and the unchanged line after
+it. Edits anywhere else are reported as not graded, never silently used.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+
+from .markers import Region, rewrite
+
+Key = tuple[str, int]  # a region's file and BEGIN line
+
+
+@dataclass
+class Reading:
+    """What was found in a student's package."""
+
+    code: dict[Key, list[str]] = field(default_factory=dict)  # region -> the student's lines
+    problems: dict[Key, str] = field(default_factory=dict)  # region -> why its code could not be read
+    outside: list[str] = field(default_factory=list)  # "file:line: ..." edits outside every region
+
+
+def regions_by_file(tasks: dict[str, list[Region]]) -> dict[str, list[Region]]:
+    """``file -> its regions``, in file order."""
+    out: dict[str, list[Region]] = {}
+    for regions in tasks.values():
+        for r in regions:
+            out.setdefault(r.path, []).append(r)
+    return {path: sorted(rs, key=lambda r: r.begin) for path, rs in out.items()}
+
+
+def stub_spans(template: list[str], regions: list[Region], chosen: set[str]) -> dict[Key, tuple[int, int]]:
+    """Where each blanked region's stub sits in the handed-out file: ``key -> (first line, end)``."""
+    spans, start = {}, 0
+    for r in regions:
+        if r.task not in chosen:
+            continue
+        todo = f"{r.indent}# TODO(task {r.task}): write this part"
+        at = template.index(todo, start)
+        end = at + (len(r.stub) if r.stub else 1) + 1
+        spans[r.key] = (at, end)
+        start = end
+    return spans
+
+
+def read_submission(
+    package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str]
+) -> Reading:
+    """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``."""
+    reading = Reading()
+    for rel, regions in regions_by_file(tasks).items():
+        mine = [r for r in regions if r.task in chosen]
+        if not mine:
+            continue
+        template = rewrite(files[rel], regions, blank=chosen)
+        spans = stub_spans(template, regions, chosen)
+        path = os.path.join(package_root, rel)
+        if not os.path.isfile(path):
+            for r in mine:
+                reading.problems[r.key] = f"{rel} is missing from the submission"
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            student = f.read().split("\n")
+        ops = difflib.SequenceMatcher(None, template, student, autojunk=False).get_opcodes()
+
+        def where(i: int, ops: list = ops) -> int | None:
+            """The student's line for the handed-out line ``i``, if that line is unchanged."""
+            for tag, i1, i2, j1, _ in ops:
+                if tag == "equal" and i1 <= i < i2:
+                    return j1 + (i - i1)
+            return None
+
+        for r in mine:
+            start, end = spans[r.key]
+            before, after = where(start - 1), where(end)
+            if before is None or after is None:
+                changed = start if before is None else end + 1
+                reading.problems[r.key] = (
+                    f"{rel}: the line {'before' if before is None else 'after'} the task {r.task} stub was "
+                    f"changed (handed-out line {changed}), so the task's code cannot be found"
+                )
+            else:
+                reading.code[r.key] = student[before + 1 : after]
+        for tag, i1, i2, j1, _ in ops:
+            if tag == "equal":
+                continue
+            inside = any(s <= i1 and i2 <= e for s, e in spans.values())
+            if not inside:
+                reading.outside.append(
+                    f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
+                    f"{(student[j1] if j1 < len(student) else template[i1]).strip()[:60]!r}"
+                )
+    return reading
+
+
+def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> dict[Key, list[str]]:
+    """The ``given`` regions of the package that grades ``task``: its regions from the student, no others."""
+    given = {}
+    for r in tasks[task]:
+        if r.key in reading.code:
+            given[r.key] = reading.code[r.key]
+        else:  # unreadable or missing: the stub stands there, and the tests say why they fail
+            given[r.key] = [f"{r.indent}raise NotImplementedError({reading.problems.get(r.key, 'no code')!r})"]
+    return given
+
+
+def find_package(submission: str) -> str | None:
+    """The folder holding the submitted ``tinyattn`` package: the submission itself or up to three levels in."""
+    frontier = [submission]
+    for _ in range(4):
+        deeper = []
+        for folder in frontier:
+            if os.path.isdir(os.path.join(folder, "tinyattn")):
+                return folder
+            deeper += [
+                os.path.join(folder, name)
+                for name in sorted(os.listdir(folder))
+                if os.path.isdir(os.path.join(folder, name)) and not name.startswith((".", "__"))
+            ]
+        frontier = deeper
+    return None
