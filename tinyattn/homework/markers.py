@@ -118,13 +118,13 @@ def package_files(package_dir: str) -> dict[str, list[str]]:
     return files
 
 
-def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] = MISTAKES) -> dict[str, list[Region]]:
-    """``task id -> its regions`` over all files, each region with the mistakes that target it."""
+def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] | None = None) -> dict[str, list[Region]]:
+    """``task id -> its regions`` over all files, each region with the mistakes (default: ``MISTAKES``) on it."""
     tasks: dict[str, list[Region]] = {}
     for rel, lines in files.items():
         for region in parse_file(rel, rel, lines):
             tasks.setdefault(region.task, []).append(region)
-    for mistake in mistakes:
+    for mistake in MISTAKES if mistakes is None else mistakes:
         attach(mistake, tasks, files)
     return tasks
 

@@ -57,21 +57,31 @@ def stub_spans(template: list[str], regions: list[Region], chosen: set[str]) -> 
 def read_submission(
     package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str]
 ) -> Reading:
-    """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``."""
+    """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``.
+
+    Every file is compared with the handed-out copy: a change outside the stubs is listed in
+    ``outside`` (and the reference is used there), whichever file it is in.
+    """
     reading = Reading()
-    for rel, regions in regions_by_file(tasks).items():
+    by_file = regions_by_file(tasks)
+    for rel in files:
+        regions = by_file.get(rel, [])
         mine = [r for r in regions if r.task in chosen]
-        if not mine:
-            continue
         template = rewrite(files[rel], regions, blank=chosen)
         spans = stub_spans(template, regions, chosen)
         path = os.path.join(package_root, rel)
         if not os.path.isfile(path):
             for r in mine:
                 reading.problems[r.key] = f"{rel} is missing from the submission"
+            if not mine:
+                reading.outside.append(f"{rel}: missing from the submission (the reference is used)")
             continue
         with open(path, encoding="utf-8", errors="replace") as f:
             student = f.read().split("\n")
+        if student == template:  # untouched: every stub is still there
+            for r in mine:
+                reading.code[r.key] = template[spans[r.key][0] : spans[r.key][1]]
+            continue
         ops = difflib.SequenceMatcher(None, template, student, autojunk=False).get_opcodes()
 
         def where(i: int, ops: list = ops) -> int | None:

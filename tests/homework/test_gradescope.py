@@ -1,0 +1,112 @@
+"""The Gradescope zip, run as Gradescope runs it, on a fake /autograder tree."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from tinyattn.homework import commands
+
+TASKS = ["softmax_backward", "adam_step"]
+
+
+@pytest.fixture(scope="module")
+def assignment(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gs") / "hw"
+    commands.assign(str(out), TASKS)
+    return out
+
+
+def run_autograder(assignment, root, submit, timeout=60):
+    """Unzip into root/source, put the submission in root/submission, run root/run_autograder."""
+    with zipfile.ZipFile(assignment / "gradescope_autograder.zip") as z:
+        z.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    submit(root / "submission")
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_TIMEOUT": str(timeout),
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr  # Gradescope needs results.json, not an exit status
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def copy_student(assignment, solved):
+    def submit(folder):
+        student = folder.parent / "work"
+        shutil.copytree(assignment / "student", student)
+        if solved:
+            commands.solve(str(student), solved)
+        shutil.copytree(student / "tinyattn", folder / "tinyattn")
+
+    return submit
+
+
+def test_the_zip_holds_what_gradescope_needs(assignment):
+    with zipfile.ZipFile(assignment / "gradescope_autograder.zip") as z:
+        names = set(z.namelist())
+        setup = z.read("setup.sh").decode()
+        mode = z.getinfo("run_autograder").external_attr >> 16
+    assert {"setup.sh", "run_autograder", "autograder/manifest.json", "autograder/tests/test_hidden.py",
+            "autograder/tests/reference_values.npz", "grader/tinyattn/homework/__main__.py"} <= names
+    assert mode & 0o111  # executable
+    for package in ("numpy==", "matplotlib==", "pytest=="):
+        assert package in setup  # pinned
+    assert "torch" not in setup and "hypothesis" not in setup
+
+
+def test_a_full_solution_scores_everything(assignment, tmp_path):
+    results = run_autograder(assignment, tmp_path, copy_student(assignment, TASKS))
+    manifest = json.loads((assignment / "manifest.json").read_text())
+    assert results["score"] == sum(t["points"] for t in manifest["tasks"].values()) > 0
+    assert all(t["status"] == "passed" for t in results["tests"])
+
+
+def test_an_empty_submission_scores_zero_and_says_what_to_upload(assignment, tmp_path):
+    results = run_autograder(assignment, tmp_path, lambda folder: None)
+    assert results["score"] == 0 and results["tests"]
+    assert "no tinyattn folder in the submission (found: nothing)" in results["output"]
+    assert all("hand in the whole tinyattn folder" in t["output"] for t in results["tests"])
+
+
+def test_single_files_instead_of_the_package_are_explained(assignment, tmp_path):
+    def submit(folder):
+        shutil.copy(assignment / "student" / "tinyattn" / "autograd" / "ops" / "softmax.py", folder)
+        shutil.copy(assignment / "student" / "tinyattn" / "optim" / "adam.py", folder)
+
+    results = run_autograder(assignment, tmp_path, submit)
+    assert results["score"] == 0
+    assert "found: adam.py, softmax.py" in results["output"] and "not single files" in results["output"]
+
+
+def test_a_syntax_error_costs_only_its_task(assignment, tmp_path):
+    def submit(folder):
+        copy_student(assignment, ["adam_step"])(folder)
+        softmax = folder / "tinyattn" / "autograd" / "ops" / "softmax.py"
+        softmax.write_text(softmax.read_text().replace('raise NotImplementedError("task softmax_backward")',
+                                                       "return (grad_output +,)"))
+
+    results = run_autograder(assignment, tmp_path, submit)
+    manifest = json.loads((assignment / "manifest.json").read_text())
+    assert results["score"] == manifest["tasks"]["adam_step"]["points"]
+    softmax_tests = [t for t in results["tests"] if t["tags"] == ["softmax_backward"]]
+    assert softmax_tests and all("SyntaxError" in t["output"] for t in softmax_tests)
+
+
+def test_an_endless_loop_times_out_and_costs_only_its_task(assignment, tmp_path):
+    def submit(folder):
+        copy_student(assignment, ["softmax_backward"])(folder)
+        adam = folder / "tinyattn" / "optim" / "adam.py"
+        adam.write_text(adam.read_text().replace('raise NotImplementedError("task adam_step")',
+                                                 "while True:\n                pass"))
+
+    results = run_autograder(assignment, tmp_path, submit, timeout=8)
+    manifest = json.loads((assignment / "manifest.json").read_text())
+    assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
+    assert all("timed out after 8 s" in t["output"] for t in results["tests"] if t["tags"] == ["adam_step"])
