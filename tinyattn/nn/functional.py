@@ -163,8 +163,8 @@ def additive_mask(mask: Any, name: str, dtype: Any, true_means: str) -> Tensor:
     if m.dtype == np.bool_:
         blocked = m.data if true_means == "masked" else ~m.data
         return Tensor._make(np.where(blocked, -np.inf, 0.0).astype(dtype))
-    if m.dtype.kind == "f":
-        return m
+    if m.dtype.kind == "f":  # added to the scores: in their dtype (a float64 NumPy mask on a float32 model)
+        return m if m.dtype == np.dtype(dtype) else m.to(dtype)
     raise TypeError(f"{name}: only bool and floating-point masks are supported, got dtype {m.dtype}")
 
 

@@ -11,7 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ..function import Context, Function, broadcast_shapes, broadcasts_to, unbroadcast
+from ..function import (
+    DEFAULT_FLOAT,
+    Context,
+    Function,
+    broadcast_shapes,
+    broadcasts_to,
+    promote,
+    result_type,
+    unbroadcast,
+)
 
 
 def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
@@ -19,10 +28,22 @@ def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
     return (x.shape, x.dtype) if isinstance(x, np.ndarray) else ((), None)
 
 
-def _save_operands(ctx: Context, op: str, a: Any, b: Any) -> None:
+def _operands(ctx: Context, op: str, a: Any, b: Any, floating: bool = False) -> tuple[Any, Any]:
+    """Check that ``a`` and ``b`` broadcast, note their shapes and dtypes (each gradient goes back in
+    its input's), and return them in the dtype the op computes in: torch's ``result_type``, at
+    least the default float if ``floating`` (true division)."""
     ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
     if ctx.a_meta[0] != ctx.b_meta[0]:
         broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
+    dtype = result_type(a, b)
+    if floating and dtype.kind != "f":
+        dtype = DEFAULT_FLOAT
+    return promote(dtype, a), promote(dtype, b)
+
+
+def _floating(x: np.ndarray) -> np.ndarray:
+    """An integer or bool input of ``exp``, ``log``... computes in the default float (float32), as in torch."""
+    return x if x.dtype.kind == "f" else x.astype(DEFAULT_FLOAT)
 
 
 class Add(Function):
@@ -33,7 +54,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        _save_operands(ctx, "add", a, b)
+        a, b = _operands(ctx, "add", a, b)
         return a + b
 
     @staticmethod
@@ -49,7 +70,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        _save_operands(ctx, "sub", a, b)
+        a, b = _operands(ctx, "sub", a, b)
         return a - b
 
     @staticmethod
@@ -65,7 +86,7 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        _save_operands(ctx, "mul", a, b)
+        a, b = _operands(ctx, "mul", a, b)
         # keep each operand only if the *other* one needs a gradient (x * scalar keeps nothing big)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
         return a * b
@@ -86,7 +107,7 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        _save_operands(ctx, "div", a, b)
+        a, b = _operands(ctx, "div", a, b, floating=True)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return a / b
 
@@ -99,14 +120,18 @@ class Div(Function):
 
 
 class Pow(Function):
-    """``out = a ** b``;  ``da = dout * b * a**(b-1)``, ``db = dout * out * log(a)``."""
+    """``out = a ** b``;  ``da = dout * b * a**(b-1)``, ``db = dout * out * log(a)``.
+
+    As in torch, ``da`` is 0 where ``b = 0`` (``x ** 0`` is constant, even at ``x = 0``) and ``db``
+    is 0 where ``a = 0`` and ``b >= 0`` (the limit of ``out * log(a)``), never ``0 * inf = NaN``.
+    """
 
     formula = "{out} = {0} ^ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1} ⊙ {0}^({1} − 1)", "d{1} = d{out} ⊙ {out} ⊙ log({0})")
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        _save_operands(ctx, "pow", a, b)
+        a, b = _operands(ctx, "pow", a, b)
         out = np.power(a, b)
         ctx.save_for_backward(a, b, out)
         return out
@@ -114,8 +139,12 @@ class Pow(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         a, b, out = ctx.saved_tensors
-        da = unbroadcast(grad_output * b * np.power(a, b - 1), *ctx.a_meta) if ctx.needs_input_grad[0] else None
-        db = unbroadcast(grad_output * out * np.log(a), *ctx.b_meta) if ctx.needs_input_grad[1] else None
+        da = db = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_input_grad[0]:
+                da = unbroadcast(grad_output * np.where(b == 0, 0, b * np.power(a, b - 1)), *ctx.a_meta)
+            if ctx.needs_input_grad[1]:
+                db = unbroadcast(grad_output * np.where((a == 0) & (b >= 0), 0, out * np.log(a)), *ctx.b_meta)
         return da, db
 
 
@@ -142,6 +171,7 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
         out = np.exp(x)
         ctx.save_for_backward(out)
         return out
@@ -160,6 +190,7 @@ class Log(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
         ctx.save_for_backward(x)
         return np.log(x)
 
@@ -177,6 +208,7 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
         out = np.sqrt(x)
         ctx.save_for_backward(out)
         return out
@@ -195,6 +227,7 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
         out = np.tanh(x)
         ctx.save_for_backward(out)
         return out
@@ -230,6 +263,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
         # exp of a non-positive number only, so neither branch overflows
         e = np.exp(-np.abs(x))
         out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
@@ -314,7 +348,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
         cond = _bool_mask("where", cond)
-        ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
+        a, b = _operands(ctx, "where", a, b)
         broadcast_shapes("where", cond.shape, ctx.a_meta[0], ctx.b_meta[0])
         ctx.save_for_backward(cond)
         return np.where(cond, a, b)
@@ -343,7 +377,7 @@ class GELUFn(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
         if approximate == "none":
-            cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
+            cdf = (0.5 * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))).astype(x.dtype)
             dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
         elif approximate == "tanh":
             c = math.sqrt(2 / math.pi)

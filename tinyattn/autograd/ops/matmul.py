@@ -26,6 +26,11 @@ class MatMul(Function):
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a), np.asarray(b)
+        if a.dtype != b.dtype:
+            raise RuntimeError(
+                f"matmul: operands have different dtypes {a.dtype} and {b.dtype}; "
+                "cast one with .to(), as torch requires"
+            )
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
         if a.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
@@ -89,6 +94,9 @@ class LinearFn(Function):
             )
         if b is not None and b.shape != (w.shape[0],):
             raise ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
+        if x.dtype != w.dtype or (b is not None and b.dtype != w.dtype):
+            dtypes = (x.dtype, w.dtype) + ((b.dtype,) if b is not None else ())
+            raise RuntimeError(f"linear: input, weight and bias must share one dtype, got {dtypes}")
         ctx.save_for_backward(x, w)
         # BEGIN TASK linear_forward
         y = x @ w.T  # (..., in) @ (in, out) -> (..., out)

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..function import Context, Function, broadcasts_to, normalize_dim, unbroadcast
+from ..function import Context, Function, broadcasts_to, normalize_dim, promote, result_type, unbroadcast
 
 
 class Reshape(Function):
@@ -179,6 +179,9 @@ class Cat(Function):
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
         if not xs:
             raise ValueError("cat: expected a non-empty sequence of tensors")
+        for i, x in enumerate(xs):
+            if x.ndim == 0:
+                raise ValueError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; use stack")
         d = normalize_dim("cat", dim, xs[0].ndim)
         for i, x in enumerate(xs):
             if x.ndim != xs[0].ndim or x.shape[:d] + x.shape[d + 1 :] != xs[0].shape[:d] + xs[0].shape[d + 1 :]:
@@ -187,11 +190,14 @@ class Cat(Function):
                     f"outside dim {dim}"
                 )
         ctx.dim, ctx.bounds = d, np.cumsum([x.shape[d] for x in xs])[:-1]
-        return np.concatenate(xs, axis=d)
+        ctx.dtypes = [x.dtype for x in xs]  # mixed dtypes are promoted (torch's rule); gradients go back in each
+        dtype = result_type(*xs)
+        return np.concatenate([promote(dtype, x) for x in xs], axis=d)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        return tuple(np.split(grad_output, ctx.bounds, axis=ctx.dim))
+        pieces = np.split(grad_output, ctx.bounds, axis=ctx.dim)
+        return tuple(p.astype(dtype, copy=False) for p, dtype in zip(pieces, ctx.dtypes))
 
 
 class Stack(Function):
@@ -208,8 +214,11 @@ class Stack(Function):
             if x.shape != xs[0].shape:
                 raise ValueError(f"stack: tensor {i} has shape {x.shape}, expected {xs[0].shape}")
         ctx.dim = normalize_dim("stack", dim, xs[0].ndim + 1)
-        return np.stack(xs, axis=ctx.dim)
+        ctx.dtypes = [x.dtype for x in xs]
+        dtype = result_type(*xs)
+        return np.stack([promote(dtype, x) for x in xs], axis=ctx.dim)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        return tuple(np.moveaxis(grad_output, ctx.dim, 0))
+        pieces = np.moveaxis(grad_output, ctx.dim, 0)
+        return tuple(p.astype(dtype, copy=False) for p, dtype in zip(pieces, ctx.dtypes))

@@ -13,6 +13,14 @@ import numpy as np
 from ..function import Context, Function, normalize_dim
 
 
+def _softmax_dim(op: str, x: np.ndarray, dim: int) -> int | None:
+    """The axis to normalize over (None for a 0-d input, whose softmax is 1); integer inputs are refused."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating point tensor, got dtype {x.dtype} (convert it with .float())")
+    d = normalize_dim(op, dim, x.ndim)
+    return d if x.ndim else None
+
+
 class Softmax(Function):
     """``Y = exp(X) / sum(exp(X), dim)``;  ``dX = Y * (dY - sum(dY * Y, dim))``.
 
@@ -25,7 +33,11 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
-        d = normalize_dim("softmax", dim, x.ndim)
+        d = _softmax_dim("softmax", x, dim)
+        if x.size == 0:  # nothing to normalize: an empty result of the same shape
+            ctx.dim = d
+            ctx.save_for_backward(x.copy())
+            return x.copy()
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
         y = x - m
@@ -56,7 +68,11 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
-        d = normalize_dim("log_softmax", dim, x.ndim)
+        d = _softmax_dim("log_softmax", x, dim)
+        if x.size == 0:
+            ctx.dim = d
+            ctx.save_for_backward(x.copy())
+            return x.copy()
         shifted = x - np.max(x, axis=d, keepdims=True)
         y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
         ctx.dim = d
