@@ -34,10 +34,11 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         d = _softmax_dim("softmax", x, dim)
-        if x.size == 0:  # nothing to normalize: an empty result of the same shape
+        if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
+            y = x.copy() if x.size == 0 else np.where(np.isneginf(x), 0, 1).astype(x.dtype)
             ctx.dim = d
-            ctx.save_for_backward(x.copy())
-            return x.copy()
+            ctx.save_for_backward(y)
+            return y
         m = np.max(x, axis=d, keepdims=True)
         m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
         y = x - m
@@ -69,10 +70,11 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         d = _softmax_dim("log_softmax", x, dim)
-        if x.size == 0:
+        if x.size == 0 or x.ndim == 0:  # empty; or 0-d, whose log-softmax is log 1 = 0
+            y = x.copy() if x.size == 0 else np.zeros_like(x)
             ctx.dim = d
-            ctx.save_for_backward(x.copy())
-            return x.copy()
+            ctx.save_for_backward(y)
+            return y
         shifted = x - np.max(x, axis=d, keepdims=True)
         y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
         ctx.dim = d
