@@ -85,9 +85,9 @@ def test_param_groups_and_state_dict_round_trip():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="invalid learning rate: -1"):
         optim.SGD([nn.Parameter(np.ones(1))], lr=-1)
-    with pytest.raises(ValueError, match="betas"):
+    with pytest.raises(ValueError, match="invalid beta parameter at index 0: 1.0"):
         optim.Adam([nn.Parameter(np.ones(1))], betas=(1.0, 0.9))
     with pytest.raises(ValueError, match="empty"):
         optim.Adam([])
@@ -115,3 +115,37 @@ def test_training_reduces_a_quadratic():
         losses.append(loss.item())
     assert losses[-1] < 1e-3 * losses[0]
     assert math.isfinite(losses[-1])
+
+
+def test_optimizers_refuse_what_torch_refuses():
+    w = nn.Parameter(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="params must be an iterable of Tensors or dicts, got Parameter"):
+        optim.SGD(w, lr=0.1)  # a bare tensor would otherwise be iterated row by row
+    with pytest.raises(ValueError, match=r"can't optimize a non-leaf Tensor \(of shape \(2, 3\)\)"):
+        optim.Adam([w * 2])
+    with pytest.raises(ValueError, match="appear twice"):
+        optim.Adam([{"params": [w]}, {"params": [w], "lr": 0.1}])
+    with pytest.raises(ValueError, match="appear twice"):
+        optim.SGD([w, w], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors, got ndarray"):
+        optim.SGD([np.ones(2)], lr=0.1)
+    with pytest.raises(ValueError, match="Nesterov momentum requires a momentum > 0 and zero dampening"):
+        optim.SGD([w], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError, match="invalid epsilon value: -1"):
+        optim.AdamW([w], eps=-1)
+
+
+def test_sgd_momentum_with_weight_decay_moves_a_0d_parameter_like_any_other():
+    p = nn.Parameter(np.array(1.0))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.1)
+    for _ in range(3):
+        p.grad = np.array(1.0)
+        opt.step()
+    # buffers: 1.1, then 0.9 * 1.1 + (1 + 0.1 p) ... computed by hand: the buffer is updated every step
+    b1 = 1 + 0.1 * 1.0
+    p1 = 1.0 - 0.1 * b1
+    b2 = 0.9 * b1 + (1 + 0.1 * p1)
+    p2 = p1 - 0.1 * b2
+    b3 = 0.9 * b2 + (1 + 0.1 * p2)
+    assert np.isclose(float(p.data), p2 - 0.1 * b3)
+    assert np.isclose(float(opt.state[0]["momentum_buffer"]), b3)

@@ -59,12 +59,21 @@ class Module:
 
     # -- walking the tree ------------------------------------------------------
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module and every descendant, with dotted names (this one is ``""``)."""
-        yield prefix, self
-        for name, child in self._modules.items():
-            if child is not None:
-                yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+    def named_modules(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, with dotted names (this one is ``""``); a shared one once."""
+        seen: set[int] = set()
+
+        def walk(module: Module, prefix: str) -> Iterator[tuple[str, Module]]:
+            if remove_duplicate:
+                if id(module) in seen:
+                    return
+                seen.add(id(module))
+            yield prefix, module
+            for name, child in module._modules.items():
+                if child is not None:
+                    yield from walk(child, f"{prefix}.{name}" if prefix else name)
+
+        yield from walk(self, prefix)
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant."""
@@ -77,12 +86,19 @@ class Module:
             if child is not None:
                 yield child
 
-    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        """Every parameter with its dotted name, e.g. ``out_proj.weight``."""
-        for prefix, module in self.named_modules():
+    def named_parameters(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name, e.g. ``out_proj.weight``.
+
+        A parameter shared by two modules (tied weights) comes once, under its first name,
+        as in torch, so an optimizer steps it once and ``clip_grad_norm_`` counts it once.
+        """
+        seen: set[int] = set()
+        for module_prefix, module in self.named_modules(prefix, remove_duplicate=remove_duplicate):
             for name, p in module._parameters.items():
-                if p is not None:
-                    yield (f"{prefix}.{name}" if prefix else name), p
+                if p is None or (remove_duplicate and id(p) in seen):
+                    continue
+                seen.add(id(p))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), p
 
     def parameters(self) -> Iterator[Parameter]:
         """Every parameter."""
@@ -124,8 +140,8 @@ class Module:
     # -- saving and loading ----------------------------------------------------
 
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """Name -> a copy of each parameter's array."""
-        return OrderedDict((name, p.data.copy()) for name, p in self.named_parameters())
+        """Name -> a copy of each parameter's array; a shared parameter under each of its names (as torch)."""
+        return OrderedDict((name, p.data.copy()) for name, p in self.named_parameters(remove_duplicate=False))
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters, keeping their dtypes.
@@ -133,7 +149,7 @@ class Module:
         Raises ``RuntimeError`` listing every missing key, unexpected key (when
         ``strict``) and shape mismatch.
         """
-        own = dict(self.named_parameters())
+        own = dict(self.named_parameters(remove_duplicate=False))
         arrays = {name: _to_numpy(value) for name, value in state_dict.items()}
         problems = []
         missing = [k for k in own if k not in arrays]

@@ -22,6 +22,9 @@ class Adam(Optimizer):
         m = beta1 * m + (1 - beta1) * g        (first moment)
         v = beta2 * v + (1 - beta2) * g^2      (second moment)
         p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+
+    With ``amsgrad`` the largest ``v`` so far replaces ``v`` in the step; with ``maximize``
+    ``g`` starts from ``-grad``.
     """
 
     decoupled_weight_decay = False
@@ -33,13 +36,20 @@ class Adam(Optimizer):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
-        if lr < 0 or eps < 0 or weight_decay < 0:
-            name = type(self).__name__
-            raise ValueError(f"{name}: lr ({lr}), eps ({eps}) and weight_decay ({weight_decay}) must be >= 0")
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        name = type(self).__name__
+        for what, value in (("learning rate", lr), ("epsilon value", eps), ("weight_decay value", weight_decay)):
+            if value < 0:
+                raise ValueError(f"{name}: invalid {what}: {value} (must be >= 0)")
+        for index, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"{name}: invalid beta parameter at index {index}: {beta} (must be in [0, 1))")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize)
+        super().__init__(params, defaults)
 
     def step(self) -> None:
         """One update of every parameter that has a gradient."""
@@ -47,7 +57,7 @@ class Adam(Optimizer):
             if p.grad is None:
                 continue
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            g = p.grad
+            g = -p.grad if group["maximize"] else p.grad
             if wd and self.decoupled_weight_decay:
                 p.data *= 1 - lr * wd  # AdamW: decay the weights directly
             elif wd:
@@ -55,6 +65,8 @@ class Adam(Optimizer):
             state = self.state.setdefault(i, {})
             if not state:
                 state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = np.zeros_like(p.data)
             state["step"] += 1
             t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
             # BEGIN TASK adam_step
@@ -62,6 +74,10 @@ class Adam(Optimizer):
             m += (1 - beta1) * g
             v *= beta2
             v += (1 - beta2) * g * g
+            # END TASK
+            if group["amsgrad"]:  # the largest second moment so far stands in for v
+                v = np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
+            # BEGIN TASK adam_step
             m_hat_scale = 1 / (1 - beta1**t)
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
             p.data -= (lr * m_hat_scale * m / denom).astype(p.dtype, copy=False)
@@ -80,5 +96,9 @@ class AdamW(Adam):
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)

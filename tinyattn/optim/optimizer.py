@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..autograd import Tensor
 from ..nn.parameter import Parameter
 
 
@@ -19,17 +20,35 @@ class Optimizer:
     """
 
     def __init__(self, params: Iterable[Parameter] | Iterable[dict[str, Any]], defaults: dict[str, Any]) -> None:
+        name = type(self).__name__
+        if isinstance(params, Tensor) or not hasattr(params, "__iter__"):
+            raise TypeError(
+                f"{name}: params must be an iterable of Tensors or dicts, got {type(params).__name__} "
+                "(pass model.parameters() or [tensor])"
+            )
         params = list(params)
         if not params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+            raise ValueError(f"{name}: optimizer got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
+        seen: set[int] = set()
         for group in groups:
-            group = {**defaults, **group, "params": list(group["params"])}
-            for p in group["params"]:
-                if not getattr(p, "requires_grad", False):
-                    raise ValueError(f"{type(self).__name__}: can only optimize tensors that require grad")
+            if not isinstance(group, dict):
+                raise TypeError(f"{name}: mix of parameter groups (dicts) and tensors in params")
+            members = group["params"]
+            members = [members] if isinstance(members, Tensor) else list(members)
+            group = {**defaults, **group, "params": members}
+            for p in members:
+                if not isinstance(p, Tensor):
+                    raise TypeError(f"{name}: can only optimize Tensors, got {type(p).__name__}")
+                if not p.is_leaf:
+                    raise ValueError(f"{name}: can't optimize a non-leaf Tensor (of shape {p.shape})")
+                if not p.requires_grad:
+                    raise ValueError(f"{name}: can only optimize tensors that require grad (shape {p.shape})")
+                if id(p) in seen:
+                    raise ValueError(f"{name}: some parameters appear twice, in one or in two parameter groups")
+                seen.add(id(p))
             self.param_groups.append(group)
         self.state: dict[int, dict[str, Any]] = {}
 

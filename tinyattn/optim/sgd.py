@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..nn.parameter import Parameter
 from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """``g = grad + weight_decay * p``;  ``b = momentum * b + (1 - dampening) * g`` (``b = g`` at first);
+    """``g = grad + weight_decay * p`` (``-grad`` with ``maximize``);
+    ``b = momentum * b + (1 - dampening) * g`` (``b = g`` at first);
     ``p -= lr * b`` (``lr * (g + momentum * b)`` with Nesterov)."""
 
     def __init__(
@@ -20,12 +23,16 @@ class SGD(Optimizer):
         dampening: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
+        *,
+        maximize: bool = False,
     ) -> None:
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"SGD: lr ({lr}), momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
+        for what, value in (("learning rate", lr), ("momentum value", momentum), ("weight_decay value", weight_decay)):
+            if value < 0:
+                raise ValueError(f"SGD: invalid {what}: {value} (must be >= 0)")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: nesterov needs momentum > 0 and dampening = 0")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov)
+            raise ValueError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                        maximize=maximize)
         super().__init__(params, defaults)
 
     def step(self) -> None:
@@ -33,17 +40,14 @@ class SGD(Optimizer):
         for i, group, p in self._indexed_params():
             if p.grad is None:
                 continue
-            g = p.grad
+            g = -p.grad if group["maximize"] else p.grad
             if group["weight_decay"]:
                 g = g + group["weight_decay"] * p.data
             if group["momentum"]:
                 state = self.state.setdefault(i, {})
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = g.copy()
-                else:
-                    buf = state["momentum_buffer"]
-                    buf *= group["momentum"]
-                    buf += (1 - group["dampening"]) * g
-                buf = state["momentum_buffer"]
+                buf = state.get("momentum_buffer")
+                # (arrays built anew, not updated in place: a 0-d parameter's arithmetic gives NumPy scalars)
+                buf = np.array(g) if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * g
+                state["momentum_buffer"] = np.asarray(buf)
                 g = g + group["momentum"] * buf if group["nesterov"] else buf
             p.data -= (group["lr"] * g).astype(p.dtype, copy=False)
