@@ -17,7 +17,8 @@ def random_options(rng, name):
         return dict(lr=float(rng.uniform(0.01, 0.2)), momentum=momentum,
                     dampening=0.0 if nesterov else float(rng.choice([0.0, 0.3])),
                     weight_decay=float(rng.choice([0.0, 0.05])), nesterov=nesterov, maximize=bool(rng.integers(2)))
-    return dict(lr=float(rng.uniform(0.005, 0.05)), betas=(float(rng.uniform(0.5, 0.95)), float(rng.uniform(0.9, 0.999))),
+    betas = (float(rng.uniform(0.5, 0.95)), float(rng.uniform(0.9, 0.999)))
+    return dict(lr=float(rng.uniform(0.005, 0.05)), betas=betas,
                 eps=float(rng.choice([1e-8, 1e-3])), weight_decay=float(rng.choice([0.0, 0.1])),
                 amsgrad=bool(rng.integers(2)), maximize=bool(rng.integers(2)))
 
