@@ -42,7 +42,7 @@ def test_learned_positional_encoding(rng):
 def test_encoder_layer_gradcheck(rng, norm_first):
     ta.manual_seed(0)
     layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, dropout=0.0, norm_first=norm_first,
-                                       dtype=ta.float64)
+                                       batch_first=True, dtype=ta.float64)
     x = leaf(rng, 2, 3, 4)
     out = layer(x)
     assert out.shape == (2, 3, 4) and layer.last_attn_weights.shape == (2, 2, 3, 3)

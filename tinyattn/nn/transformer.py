@@ -11,7 +11,7 @@ same way), so a position signal is added to each token's embedding:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -98,18 +98,32 @@ class TransformerEncoderLayer(Module):
         nhead: int,
         dim_feedforward: int = 2048,
         dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
         norm_first: bool = False,
-        batch_first: bool = True,
+        bias: bool = True,
+        device: Any = None,
         dtype: Any = None,
     ) -> None:
+        """torch's signature and defaults (``batch_first=False``: inputs ``(n, B, d_model)``)."""
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, dtype=dtype)
-        self.linear2 = Linear(dim_feedforward, d_model, dtype=dtype)
-        self.norm1 = LayerNorm(d_model, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, dtype=dtype)
+        if device not in (None, "cpu"):
+            raise ValueError(f"TransformerEncoderLayer: only the CPU exists here, got device={device!r}")
+        if isinstance(activation, str):
+            if activation not in ("relu", "gelu"):
+                raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a callable, "
+                                 f"got {activation!r}")
+            activation = F.relu if activation == "relu" else F.gelu
+        self.activation = activation
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
         self.dropout1, self.dropout2, self.dropout = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm_first, self.batch_first = norm_first, batch_first
         self.last_attn_weights: Tensor | None = None
 
     def _attend(self, x: Tensor, mask: Any, key_padding_mask: Any) -> Tensor:
@@ -120,10 +134,10 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out)
 
     def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(F.relu(self.linear1(x)))))
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None) -> Tensor:
-        """``(B, n, d_model) -> (B, n, d_model)``."""
+        """``(n, B, d_model)`` (or ``(B, n, d_model)`` with ``batch_first``) in, the same shape out."""
         x = src
         if self.norm_first:
             x = x + self._attend(self.norm1(x), src_mask, src_key_padding_mask)
