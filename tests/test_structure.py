@@ -30,8 +30,10 @@ def test_no_wrong_answers_in_the_library_source():
 
 
 def test_a_node_keeps_what_backward_needs_and_nothing_for_display():
-    # op, saved arrays, where gradients go, their expected shape/dtype, the .grad target, freed flag
-    assert set(Node.__slots__) == {"fn", "ctx", "edges", "input_meta", "retained", "released", "__weakref__"}
+    # op, saved arrays, where gradients go, their expected shape/dtype, the .grad target, freed flag,
+    # and the versions of the saved inputs (backward's safety check)
+    assert set(Node.__slots__) == {"fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions",
+                                   "__weakref__"}
 
 
 def test_the_engine_takes_no_hook():

@@ -31,7 +31,7 @@ def test_attributes():
     t = ta.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert t.shape == (2, 3) and t.ndim == 2 and t.size() == (2, 3) and t.size(-1) == 3
     assert len(t) == 2 and t.is_leaf and t.grad is None
-    assert np.asarray(t) is t.data and t.numpy() is t.data
+    assert np.asarray(t.detach()) is t.data and t.detach().cpu().numpy() is t.data  # shares memory, like torch
     assert ta.tensor(np.array([4.0])).item() == 4.0
     d = t.detach()
     assert not d.requires_grad and d.data is t.data

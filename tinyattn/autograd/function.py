@@ -108,7 +108,7 @@ class Node:
     freed as soon as the forward pass moves on.
     """
 
-    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "__weakref__")
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions", "__weakref__")
 
     def __init__(
         self,
@@ -123,6 +123,9 @@ class Node:
         self.input_meta = input_meta
         self.retained: weakref.ref | None = None  # the tensor whose .grad gets this node's output gradient
         self.released = False
+        # (input tensor, its version) for each input whose array forward saved: changed in place since, the
+        # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
+        self.saved_versions: tuple[tuple[weakref.ref, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -131,6 +134,15 @@ class Node:
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Call the op's backward; return one checked gradient per edge."""
+        for ref, version in self.saved_versions:
+            tensor = ref()
+            if tensor is not None and tensor._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{type(tensor).__name__} of shape {tuple(tensor.shape)}] is at version "
+                    f"{tensor._version}; expected version {version} instead ({self.name}.backward needs its value "
+                    "from the forward pass: an optimizer step or an in-place op ran between forward and backward)"
+                )
         grads = self.fn.backward(self.ctx, grad_output)
         if not isinstance(grads, tuple):
             grads = (grads,)

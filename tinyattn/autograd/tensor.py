@@ -12,7 +12,7 @@ of this file is what ``Function.apply`` runs: unwrap, forward, wrap, record.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -37,12 +37,19 @@ from .ops.elementwise import (
     Where,
 )
 from .ops.matmul import MatMul
-from .ops.reduction import Amax, Mean, Sum, Var
+from .ops.reduction import Amax, Mean, Sum, TakeAlong, Var
 from .ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
 from .ops.softmax import LogSoftmax, Softmax
 
 Scalar = int | float
 ArrayLike = Any
+
+
+class MinMax(NamedTuple):
+    """What ``max(dim)`` and ``min(dim)`` return, as torch: ``values`` (differentiable) and ``indices``."""
+
+    values: Tensor
+    indices: Tensor
 
 
 def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
@@ -94,6 +101,7 @@ class Tensor:
         self.name: str | None = None
         self._grad_fn: Node | None = None
         self._leaf_node: LeafNode | None = None
+        self._version = 0  # bumped by every in-place change; a backward that needs the old value refuses
         self._requires_grad = False
         self.requires_grad = requires_grad
 
@@ -106,6 +114,7 @@ class Tensor:
         t.name = None
         t._grad_fn = None
         t._leaf_node = None
+        t._version = 0
         t._requires_grad = requires_grad
         return t
 
@@ -164,6 +173,64 @@ class Tensor:
         node = self._grad_fn
         return node is not None and node.retained is not None and node.retained() is self
 
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return the tensor (torch's spelling)."""
+        self.requires_grad = requires_grad
+        return self
+
+    # -- in place (torch's trailing underscore) ---------------------------------
+
+    def _in_place(self, op: str) -> None:
+        """Refuse what torch refuses (or cannot support here), then bump the version counter."""
+        if self._requires_grad and is_grad_enabled():
+            if self._grad_fn is None:
+                raise RuntimeError(
+                    f"{op}: a leaf Tensor that requires grad is being used in an in-place operation "
+                    "(wrap it in `with ta.no_grad():`, as optimizers do)"
+                )
+            raise RuntimeError(
+                f"{op}: in-place changes to a tensor that is part of a graph are not supported; "
+                f"use the out-of-place {op.rstrip('_')}() instead"
+            )
+        self._version += 1
+
+    def zero_(self) -> Tensor:
+        """Set every element to 0, in place."""
+        self._in_place("zero_")
+        self.data[...] = 0
+        return self
+
+    def fill_(self, value: Scalar) -> Tensor:
+        """Set every element to ``value``, in place."""
+        self._in_place("fill_")
+        self.data[...] = value
+        return self
+
+    def masked_fill_(self, mask: Tensor | np.ndarray, value: Scalar) -> Tensor:
+        """``value`` where ``mask`` is True, in place."""
+        result = MaskedFill.forward(Context((False,)), self.data, getattr(mask, "data", mask), value=value)
+        self._in_place("masked_fill_")
+        self.data[...] = result
+        return self
+
+    def add_(self, other: Tensor | Scalar, alpha: Scalar = 1) -> Tensor:
+        """``self += alpha * other``, in place (the result keeps this tensor's dtype, as torch)."""
+        self._in_place("add_")
+        self.data += np.asarray(alpha * getattr(other, "data", other)).astype(self.dtype, copy=False)
+        return self
+
+    def mul_(self, other: Tensor | Scalar) -> Tensor:
+        """``self *= other``, in place."""
+        self._in_place("mul_")
+        self.data *= np.asarray(getattr(other, "data", other)).astype(self.dtype, copy=False)
+        return self
+
+    def copy_(self, src: Tensor | np.ndarray) -> Tensor:
+        """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
+        self._in_place("copy_")
+        self.data[...] = np.broadcast_to(np.asarray(getattr(src, "data", src)), self.shape)
+        return self
+
     def detach(self) -> Tensor:
         """A new leaf sharing ``data`` and cut from the graph."""
         return Tensor._make(self.data)
@@ -206,8 +273,17 @@ class Tensor:
         return int(self.data.size)
 
     def numpy(self) -> np.ndarray:
-        """The value as an ndarray (shares memory, like torch)."""
+        """The value as an ndarray (shares memory, like torch); refused while it requires grad, as in torch."""
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on a Tensor that requires grad: the array would leave the graph. "
+                "Use tensor.detach().numpy() instead."
+            )
         return self.data
+
+    def cpu(self) -> Tensor:
+        """The tensor itself (tinyattn has only the CPU); here so ``t.detach().cpu().numpy()`` runs."""
+        return self
 
     def item(self) -> Scalar:
         """The value of a one-element tensor as a Python number."""
@@ -220,9 +296,29 @@ class Tensor:
         return self.data.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        if dtype is not None and dtype != self.data.dtype:
-            return self.data.astype(dtype)
-        return self.data.copy() if copy else self.data
+        data = self.numpy()  # refused while the tensor requires grad: np.asarray(t) would drop the graph
+        if dtype is not None and dtype != data.dtype:
+            return data.astype(dtype)
+        return data.copy() if copy else data
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs on tensors: ``np.exp(t)`` is ``t.exp()`` (differentiable), ``x + t`` is ``Add``.
+
+        Other ufuncs compute on the arrays and give a tensor, but refuse a tensor that requires
+        grad (their result would silently leave the graph).
+        """
+        op = _UFUNC_OPS.get(ufunc)
+        if method == "__call__" and not kwargs and op is not None:
+            return op(*inputs)
+        if method == "__call__" and not kwargs and ufunc in _COMPARISONS:
+            return Tensor._make(ufunc(*(getattr(x, "data", x) for x in inputs)))
+        if is_grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
+            raise TypeError(
+                f"numpy.{ufunc.__name__} has no gradient here: apply the Tensor's own op, or .detach() first"
+            )
+        arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
+        result = getattr(ufunc, method)(*arrays, **kwargs)
+        return Tensor._make(result) if isinstance(result, np.ndarray) else result
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -376,24 +472,59 @@ class Tensor:
         """Maximum over ``dim``; ties share the gradient equally (as torch)."""
         return Amax.apply(self, dim=dim, keepdim=keepdim)
 
-    def max(self) -> Tensor:
-        """The largest element (use ``amax(dim)`` for a reduction along a dim)."""
-        return Amax.apply(self, dim=None, keepdim=False)
+    def amin(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """Minimum over ``dim``; ties share the gradient equally (as torch): ``-amax(-x)``."""
+        return -Amax.apply(-self, dim=dim, keepdim=keepdim)
+
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The largest element; with ``dim``, ``(values, indices)`` along it (the gradient goes to the index)."""
+        if dim is None:
+            return Amax.apply(self, dim=None, keepdim=False)
+        return self._extreme("max", np.argmax, dim, keepdim)
+
+    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """The smallest element; with ``dim``, ``(values, indices)`` along it (the gradient goes to the index)."""
+        if dim is None:
+            return self.amin()
+        return self._extreme("min", np.argmin, dim, keepdim)
+
+    def _extreme(self, op: str, arg: Any, dim: int, keepdim: bool) -> MinMax:
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} (for two tensors use ta.where)")
+        d = normalize_dim(op, dim, self.ndim)
+        if self.ndim and self.shape[d] == 0:
+            raise IndexError(f"{op}: cannot take the {op} of an empty dim {dim} of shape {self.shape}")
+        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.zeros((), dtype=np.int64)
+        values = TakeAlong.apply(self, index=index, dim=d)
+        if not keepdim and self.ndim:
+            values, index = values.squeeze(d), np.squeeze(index, d)
+        return MinMax(values, Tensor._make(index.astype(np.int64)))
 
     def var(
         self,
         dim: int | Sequence[int] | None = None,
+        unbiased: bool | None = None,
         keepdim: bool = False,
         *,
-        unbiased: bool | None = None,
         correction: int | None = None,
     ) -> Tensor:
-        """Variance over ``dim`` with ``correction`` (default 1, Bessel's)."""
+        """Variance over ``dim`` with ``correction`` (default 1, Bessel's; ``unbiased=False`` is 0), as torch."""
         if unbiased is not None and correction is not None:
             raise ValueError("var: give unbiased or correction, not both")
         if correction is None:
             correction = 0 if unbiased is False else 1
         return Var.apply(self, dim=dim, keepdim=keepdim, correction=correction)
+
+    def std(
+        self,
+        dim: int | Sequence[int] | None = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: int | None = None,
+    ) -> Tensor:
+        """Standard deviation: ``sqrt(var(...))`` with the same arguments."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
     # -- shape ops (ops/shape.py) ----------------------------------------------
 
@@ -548,7 +679,13 @@ def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     result = Tensor._make(out, requires_grad=True)
     edges = tuple(a.gradient_edge() if needs else None for a, needs in zip(args, needs_input_grad))
     meta = tuple((x.shape, x.dtype) if needs else None for x, needs in zip(arrays, needs_input_grad))
-    result._grad_fn = Node(fn, ctx, edges, meta)
+    result._grad_fn = node = Node(fn, ctx, edges, meta)
+    saved = ctx.saved_tensors
+    if saved:  # the version of each input whose very array backward will read
+        node.saved_versions = tuple(
+            (weakref.ref(a), a._version) for a, x in zip(args, arrays)
+            if isinstance(a, Tensor) and any(x is kept for kept in saved)
+        )
     recorder = active_recorder()
     if recorder is not None:
         recorder.forward(result._grad_fn, args, result)
@@ -556,3 +693,11 @@ def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 Function._record = record
+
+# NumPy ufuncs that are tinyattn ops: np.exp(t) is t.exp(), and ndarray + Tensor is Add
+_UFUNC_OPS = {
+    np.add: Add.apply, np.subtract: Sub.apply, np.multiply: Mul.apply, np.true_divide: Div.apply,
+    np.power: Pow.apply, np.negative: Neg.apply, np.exp: Exp.apply, np.log: Log.apply, np.sqrt: Sqrt.apply,
+    np.tanh: Tanh.apply, np.absolute: Abs.apply, np.matmul: MatMul.apply,
+}
+_COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}

@@ -82,6 +82,7 @@ class Adam(Optimizer):
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
             p.data -= (lr * m_hat_scale * m / denom).astype(p.dtype, copy=False)
             # END TASK
+            p._version += 1  # an in-place change: a graph built before it may not backward through p
 
 
 class AdamW(Adam):

@@ -51,3 +51,4 @@ class SGD(Optimizer):
                 state["momentum_buffer"] = np.asarray(buf)
                 g = g + group["momentum"] * buf if group["nesterov"] else buf
             p.data -= (group["lr"] * g).astype(p.dtype, copy=False)
+            p._version += 1  # an in-place change: a graph built before it may not backward through p

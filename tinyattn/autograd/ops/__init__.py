@@ -2,7 +2,7 @@
 
 - ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
 - ``matmul.py``: ``MatMul LinearFn``
-- ``reduction.py``: ``Sum Mean Amax Var``
+- ``reduction.py``: ``Sum Mean Amax TakeAlong Var``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack``
 - ``softmax.py``: ``Softmax LogSoftmax``
 - ``flash_attention.py``: ``FlashAttention``

@@ -79,6 +79,29 @@ class Amax(Function):
         return ((is_max * (grad_output / ties)).astype(grad_output.dtype, copy=False),)
 
 
+class TakeAlong(Function):
+    """``out = take_along_axis(x, index, dim)``;  ``dx = dout`` put back at ``index`` (zeros elsewhere).
+
+    What ``max(dim)``/``min(dim)`` use: the gradient goes to the one element picked per row.
+    """
+
+    formula = "{out} = {0} picked at one index along dim"
+    grad_formulas = ("d{0} = d{out} at the picked indices, 0 elsewhere",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, index: np.ndarray, dim: int) -> np.ndarray:
+        ctx.index, ctx.dim, ctx.shape, ctx.dtype = index, dim, x.shape, x.dtype
+        return np.take_along_axis(x, index, axis=dim) if x.ndim else x.copy()
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        if not ctx.shape:
+            return (grad_output.copy(),)
+        grad_input = np.zeros(ctx.shape, dtype=ctx.dtype)
+        np.put_along_axis(grad_input, ctx.index, grad_output, axis=ctx.dim)
+        return (grad_input,)
+
+
 class Var(Function):
     """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) dout / (N - correction)``."""
 
