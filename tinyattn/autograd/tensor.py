@@ -447,8 +447,11 @@ class Tensor:
         return MaskedFill.apply(self, mask, value=value)
 
     def to(self, dtype: Any) -> Tensor:
-        """A copy cast to ``dtype`` (differentiable between float dtypes)."""
-        return Cast.apply(self, dtype=np.dtype(dtype))
+        """A copy cast to ``dtype``: differentiable to a float dtype; to int or bool it leaves the graph (as torch)."""
+        dtype = np.dtype(dtype)
+        if dtype.kind != "f":
+            return Tensor._make(self.data.astype(dtype))
+        return Cast.apply(self, dtype=dtype)
 
     def double(self) -> Tensor:
         """Cast to float64."""
@@ -637,7 +640,8 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, Tensor):
         return index.data
     if isinstance(index, list):
-        return np.asarray(index)
+        array = np.asarray(index)
+        return array.astype(np.int64) if array.size == 0 else array  # x[[]]: an empty integer index, as torch
     return index
 
 

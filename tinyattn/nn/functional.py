@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Tensor, cat, default_generator, tensor
+from ..autograd import Tensor, cat, default_generator, tensor, where
 from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention
@@ -124,7 +124,7 @@ def cross_entropy(
         raise ValueError(f"cross_entropy: target {int(bad[0])} is out of range for {num_classes} classes")
     logp = input.log_softmax(dim=-1).reshape(-1, num_classes)  # (N, C)
     picked = logp[np.arange(logp.shape[0]), np.where(valid, t, 0).reshape(-1)]  # (N,)
-    losses = -(picked * valid.reshape(-1).astype(input.dtype))
+    losses = -where(valid.reshape(-1), picked, 0.0)  # an ignored row counts 0, even if its logits hold -inf
     if reduction == "none":
         return losses.reshape(t.shape)
     if reduction == "sum":
