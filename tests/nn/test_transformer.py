@@ -60,3 +60,14 @@ def test_clip_grad_norm():
     np.testing.assert_allclose(a.grad, [0.3, 0.0])  # under the limit: untouched
     a.grad = np.array([-7.0, 2.0])
     assert nn.clip_grad_norm_([a], max_norm=1.0, norm_type=math.inf) == 7.0
+
+
+def test_encoder_layer_takes_torchs_arguments_in_torchs_order():
+    ta.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(4, 2, 8, 0.0, "gelu", 1e-6, dtype=ta.float64)  # 5th: activation
+    assert layer.activation is nn.functional.gelu and layer.norm1.eps == 1e-6
+    assert not layer.batch_first and not layer.self_attn.batch_first  # torch's default: (n, B, d_model)
+    x = ta.randn(5, 2, 4, dtype=ta.float64)
+    assert layer(x).shape == (5, 2, 4)
+    with pytest.raises(ValueError, match="activation must be 'relu', 'gelu' or a callable, got 'tanh'"):
+        nn.TransformerEncoderLayer(4, 2, activation="tanh")

@@ -297,14 +297,17 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
 
 
 def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple[int, ...]:
-    """``dim`` as a sorted tuple of non-negative axes; ``None`` means every axis."""
+    """``dim`` as a sorted tuple of non-negative axes; ``None`` means every axis.
+
+    A 0-d tensor accepts ``dim`` 0 or -1, as torch does, and has no axis to reduce: ``()``.
+    """
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
     if len(out) != len(dims):
         raise ValueError(f"{op}: dim {tuple(dims)} repeats an axis")
-    return out
+    return out if ndim else ()
 
 
 def shape_str(shape: Sequence[int]) -> str:

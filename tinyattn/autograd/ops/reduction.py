@@ -63,9 +63,9 @@ class Amax(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
-        if x.size == 0:
-            raise ValueError(f"amax: cannot reduce an empty tensor of shape {x.shape}")
         ctx.dims = normalize_dims("amax", dim, x.ndim)
+        if x.size == 0 and (not ctx.dims or any(x.shape[d] == 0 for d in ctx.dims)):
+            raise ValueError(f"amax: cannot reduce over an empty dim of a tensor of shape {x.shape}")
         ctx.keepdim = keepdim
         out = np.max(x, axis=ctx.dims, keepdims=True)
         ctx.save_for_backward(x == out)
