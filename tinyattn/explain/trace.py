@@ -126,15 +126,15 @@ _source_cache: dict[type, str] = {}
 
 
 def backward_source(fn: type[Function]) -> str:
-    """``path:line`` of ``fn.backward``, relative to the project root."""
+    """``path:line`` of ``fn.backward``, relative to the project root (found in the class's own source)."""
     if fn not in _source_cache:
         try:
-            path = inspect.getsourcefile(fn.backward) or "?"
-            source, line = inspect.getsourcelines(fn.backward)
-            line += next(i for i, text in enumerate(source) if text.lstrip().startswith("def "))  # skip decorators
+            path = inspect.getsourcefile(fn) or "?"
+            source, line = inspect.getsourcelines(fn)
+            line += next(i for i, text in enumerate(source) if text.lstrip().startswith("def backward("))
             rel = os.path.relpath(path, _PACKAGE_ROOT) if path.startswith(_PACKAGE_ROOT) else path
             _source_cache[fn] = f"{rel}:{line} ({fn.__name__}.backward)"
-        except (OSError, TypeError):
+        except (OSError, TypeError, StopIteration):
             _source_cache[fn] = f"{fn.__name__}.backward"
     return _source_cache[fn]
 
