@@ -99,6 +99,7 @@ def test_edge_shapes():
     assert ta.tensor(3.0).softmax(0).item() == 1.0 and ta.tensor(3.0).log_softmax(-1).item() == 0.0
     assert F.gelu(ta.tensor(1.0)).shape == ()
     assert ta.zeros(0, 3).softmax(0).shape == (0, 3)
+    assert [p.shape for p in ta.zeros(0, 3).split(2)] == [(0, 3)] == [p.shape for p in ta.zeros(0, 3).chunk(2)]
     assert ta.randn(3, 2)[[]].shape == (0, 2)
     mha = nn.MultiheadAttention(4, 2, batch_first=True)
     q, empty = ta.randn(2, 3, 4), ta.randn(2, 0, 4)
@@ -141,6 +142,10 @@ ERRORS = [  # (what, call, exception, message)
     ("max over an empty dim", lambda: ta.zeros(0, 2).max(0), IndexError,
      r"max: cannot take the max of an empty dim 0 of shape \(0, 2\)"),
     ("max of two tensors", lambda: ta.ones(2).max(ta.ones(2)), TypeError, "max: dim must be an int, got Tensor"),
+    ("split of 0-d", lambda: ta.tensor(1.0).split(1), ValueError, "split: expects a tensor with at least one dim"),
+    ("chunk of 0-d", lambda: ta.tensor(1.0).chunk(2), ValueError, "chunk: expects a tensor with at least one dim"),
+    ("layer_norm over no dims", lambda: F.layer_norm(ta.tensor(1.0), ()), ValueError,
+     r"layer_norm: normalized_shape must have at least one dim, got \(\)"),
     ("broadcast failure", lambda: ta.ones(2, 3) + ta.ones(4), ValueError,
      r"add: shapes \(2, 3\) and \(4,\) cannot be broadcast together"),
 ]

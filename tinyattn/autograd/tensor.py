@@ -582,13 +582,15 @@ class Tensor:
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes; each a slice."""
+        if self.ndim == 0:
+            raise ValueError("split: expects a tensor with at least one dim, got a 0-d tensor")
         d = normalize_dim("split", dim, self.ndim)
         length = self.shape[d]
         if isinstance(split_size_or_sections, (int, np.integer)):
             if split_size_or_sections <= 0:
                 raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
             step = int(split_size_or_sections)
-            sizes = [min(step, length - s) for s in range(0, length, step)]
+            sizes = [min(step, length - s) for s in range(0, length, step)] or [0]  # an empty dim: one empty piece
         else:
             sizes = list(split_size_or_sections)
             if sum(sizes) != length:
@@ -605,6 +607,8 @@ class Tensor:
         """``chunks`` pieces of size ``ceil(length / chunks)`` along ``dim`` (the last may be smaller)."""
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        if self.ndim == 0:
+            raise ValueError("chunk: expects a tensor with at least one dim, got a 0-d tensor")
         length = self.shape[normalize_dim("chunk", dim, self.ndim)]
         return self.split(max(-(-length // chunks), 1), dim)
 

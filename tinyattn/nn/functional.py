@@ -73,6 +73,8 @@ def layer_norm(
 ) -> Tensor:
     """``y = (x - mean) / sqrt(var + eps) * weight + bias`` over the last ``len(normalized_shape)`` dims."""
     normalized_shape = tuple(normalized_shape)
+    if not normalized_shape:
+        raise ValueError("layer_norm: normalized_shape must have at least one dim, got ()")
     if input.shape[input.ndim - len(normalized_shape) :] != normalized_shape:
         raise ValueError(f"layer_norm: input of shape {input.shape} does not end in {normalized_shape}")
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
