@@ -1,0 +1,142 @@
+"""nn and optim behaviours no other test pinned down (found by mutation testing, docs/mutation.md)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn, optim
+from tinyattn.nn import functional as F
+
+from ..helpers import check, leaf
+
+
+def test_sdpa_uses_the_scale_it_is_given(rng):
+    q, k, v = leaf(rng, 2, 3, 4), leaf(rng, 2, 5, 4), leaf(rng, 2, 5, 2)
+    for scale in (0.1, 2.0):
+        weights = np.exp(q.data @ k.data.transpose(0, 2, 1) * scale)
+        weights /= weights.sum(-1, keepdims=True)
+        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, scale=scale).data, weights @ v.data)
+
+
+def test_dropout_rates(rng):
+    ta.manual_seed(0)
+    x = ta.ones(20_000)
+    for p in (0.1, 0.5):
+        kept = F.dropout(x, p).data
+        assert abs((kept == 0).mean() - p) < 0.02 and np.allclose(kept[kept != 0], 1 / (1 - p))
+    assert np.all(F.dropout(x, 1.0).data == 0) and F.dropout(x, 0.5, training=False) is x
+    mha = nn.MultiheadAttention(4, 1, dropout=0.5, batch_first=True)
+    q = ta.randn(1, 200, 4)
+    _, weights = mha(q, q, q)
+    zeros = (weights.data == 0).mean()
+    assert 0.4 < zeros < 0.6  # the attention-dropout rate is the one given
+
+
+def test_losses_and_their_modules(rng):
+    x, y = leaf(rng, 3, 4), ta.tensor(rng.standard_normal((3, 4)))
+    np.testing.assert_allclose(F.mse_loss(x, y, reduction="none").data, (x.data - y.data) ** 2)
+    np.testing.assert_allclose(nn.MSELoss(reduction="sum")(x, y).item(), ((x.data - y.data) ** 2).sum())
+    logits = leaf(rng, 5)
+    one = F.cross_entropy(logits, np.array(2))  # 1-D logits and a scalar target
+    assert np.isclose(one.item(), -(logits.data[2] - np.log(np.exp(logits.data).sum())))
+    batch = leaf(rng, 3, 5)
+    targets = np.array([1, -100, -100])  # one valid target: the mean is over it alone
+    assert np.isclose(F.cross_entropy(batch, targets).item(),
+                      nn.CrossEntropyLoss(reduction="sum")(batch, targets).item())
+    check(lambda t: nn.CrossEntropyLoss()(t, np.array([0, 4, 2])), batch)
+
+
+def test_softmax_functions_and_layer_norm_options(rng):
+    x = leaf(rng, 2, 3, 4)
+    np.testing.assert_allclose(F.softmax(x, 1).data.sum(1), 1.0)
+    np.testing.assert_allclose(np.exp(F.log_softmax(x, -1).data).sum(-1), 1.0)
+    layer = nn.LayerNorm((3, 4), eps=0.5, dtype=ta.float64)  # a tuple normalized_shape, a large eps
+    out = layer(x).data
+    mean = x.data.mean((1, 2), keepdims=True)
+    var = x.data.var((1, 2), keepdims=True)
+    np.testing.assert_allclose(out, (x.data - mean) / np.sqrt(var + 0.5))
+    check(lambda t: layer(t), x)
+
+
+def test_linear_initial_weights_follow_torchs_bounds():
+    ta.manual_seed(0)
+    layer = nn.Linear(100, 50)
+    bound = 1 / math.sqrt(100)
+    for p in (layer.weight, layer.bias):
+        assert np.abs(p.data).max() <= bound and np.abs(p.data).max() > 0.9 * bound
+
+
+def test_mha_with_kdim_equal_to_embed_dim_but_another_vdim(rng):
+    mha = nn.MultiheadAttention(4, 2, kdim=4, vdim=3, batch_first=True, dtype=ta.float64)
+    assert mha.in_proj_weight is None and mha.v_proj_weight.shape == (4, 3)
+    q, k, v = leaf(rng, 2, 3, 4), leaf(rng, 2, 5, 4), leaf(rng, 2, 5, 3)
+    check(lambda q, k, v: mha(q, k, v)[0], q, k, v)
+
+
+def test_state_dict_keys_two_deep_and_load_copies(rng):
+    outer = nn.Sequential(nn.Sequential(nn.Linear(2, 3), nn.LayerNorm(3)), nn.Linear(3, 1))
+    assert list(outer.state_dict()) == ["0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias", "1.weight", "1.bias"]
+    saved = {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in outer.state_dict().items()}
+    outer.load_state_dict(saved)
+    saved["1.bias"][...] = 123.0  # the module holds a copy
+    assert outer[1].bias.data[0] != 123.0
+    state = outer.state_dict()
+    state["1.weight"][...] = 7.0  # and hands out copies
+    assert not np.any(outer[1].weight.data == 7.0)
+
+
+def test_optimizer_resumes_after_load_state_dict_exactly():
+    def run(split):
+        p = nn.Parameter(np.array([1.0, -2.0]))
+        opt = optim.AdamW([p], lr=0.1, betas=(0.5, 0.7), eps=1e-3, weight_decay=0.2)
+        for step in range(6):
+            if step == split:
+                fresh = optim.AdamW([p], lr=0.1, betas=(0.5, 0.7), eps=1e-3, weight_decay=0.2)
+                fresh.load_state_dict(opt.state_dict())
+                opt = fresh
+            p.grad = np.array([0.3 * step - 1, 0.5])
+            opt.step()
+        return p.data
+
+    np.testing.assert_array_equal(run(split=3), run(split=-1))
+
+
+def test_adamw_uses_its_betas_and_eps():
+    def final(**kwargs):
+        p = nn.Parameter(np.array([1.0]))
+        opt = optim.AdamW([p], lr=0.1, **kwargs)
+        for g in (1.0, -0.5, 0.25):
+            p.grad = np.array([g])
+            opt.step()
+        return p.data[0]
+
+    base = final()
+    assert final(betas=(0.5, 0.999)) != base and final(betas=(0.9, 0.5)) != base and final(eps=0.5) != base
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_a_parameter_without_a_gradient_does_not_stop_the_others(name):
+    a, b, c = (nn.Parameter(np.array([1.0])) for _ in range(3))
+    opt = getattr(optim, name)([a, b, c], lr=0.1)
+    for _ in range(2):
+        a.grad, b.grad, c.grad = None, np.array([1.0]), np.array([1.0])
+        opt.step()
+    assert a.data[0] == 1.0 and b.data[0] < 1.0 and c.data[0] == b.data[0]
+    if name != "SGD":
+        assert opt.state[1]["step"] == opt.state[2]["step"] == 2 and 0 not in opt.state
+
+
+def test_optimizer_argument_checks():
+    p = [nn.Parameter(np.ones(1))]
+    for call, message in [
+        (lambda: optim.SGD(p, lr=0.1, momentum=-0.1), "invalid momentum value"),
+        (lambda: optim.SGD(p, lr=0.1, weight_decay=-1), "invalid weight_decay value"),
+        (lambda: optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov"),
+        (lambda: optim.Adam(p, eps=-1e-8), "invalid epsilon value"),
+        (lambda: optim.Adam(p, betas=(0.9, 1.0)), "invalid beta parameter at index 1"),
+        (lambda: optim.Adam(p, weight_decay=-0.1), "invalid weight_decay value"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            call()
