@@ -208,7 +208,7 @@ class Tensor:
 
     def masked_fill_(self, mask: Tensor | np.ndarray, value: Scalar) -> Tensor:
         """``value`` where ``mask`` is True, in place."""
-        result = MaskedFill.forward(Context((False,)), self.data, getattr(mask, "data", mask), value=value)
+        result = MaskedFill.forward(Context((False,)), self.data, _unwrap(mask), value=value)
         self._in_place("masked_fill_")
         self.data[...] = result
         return self
@@ -216,19 +216,19 @@ class Tensor:
     def add_(self, other: Tensor | Scalar, alpha: Scalar = 1) -> Tensor:
         """``self += alpha * other``, in place (the result keeps this tensor's dtype, as torch)."""
         self._in_place("add_")
-        self.data += np.asarray(alpha * getattr(other, "data", other)).astype(self.dtype, copy=False)
+        self.data += np.asarray(alpha * _unwrap(other)).astype(self.dtype, copy=False)
         return self
 
     def mul_(self, other: Tensor | Scalar) -> Tensor:
         """``self *= other``, in place."""
         self._in_place("mul_")
-        self.data *= np.asarray(getattr(other, "data", other)).astype(self.dtype, copy=False)
+        self.data *= np.asarray(_unwrap(other)).astype(self.dtype, copy=False)
         return self
 
     def copy_(self, src: Tensor | np.ndarray) -> Tensor:
         """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
         self._in_place("copy_")
-        self.data[...] = np.broadcast_to(np.asarray(getattr(src, "data", src)), self.shape)
+        self.data[...] = np.broadcast_to(np.asarray(_unwrap(src)), self.shape)
         return self
 
     def detach(self) -> Tensor:
@@ -311,7 +311,7 @@ class Tensor:
         if method == "__call__" and not kwargs and op is not None:
             return op(*inputs)
         if method == "__call__" and not kwargs and ufunc in _COMPARISONS:
-            return Tensor._make(ufunc(*(getattr(x, "data", x) for x in inputs)))
+            return Tensor._make(ufunc(*(_unwrap(x) for x in inputs)))
         if is_grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
             raise TypeError(
                 f"numpy.{ufunc.__name__} has no gradient here: apply the Tensor's own op, or .detach() first"
@@ -638,6 +638,11 @@ def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[i
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return shape[:start] + (int(np.prod(shape[start : end + 1])),) + shape[end + 1 :]
+
+
+def _unwrap(x: Any) -> Any:
+    """A tensor's array, or ``x`` itself (an ndarray's own ``.data`` is a memoryview, not what we want)."""
+    return x.data if isinstance(x, Tensor) else x
 
 
 def _plain_index(index: Any) -> Any:
