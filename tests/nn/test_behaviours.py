@@ -140,3 +140,53 @@ def test_optimizer_argument_checks():
     ]:
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def test_cross_entropy_checks_and_shapes(rng):
+    logits = leaf(rng, 3, 4)
+    targets = ta.tensor(np.array([0, 3, 1]))  # a tensor of targets works like an array
+    assert np.isclose(F.cross_entropy(logits, targets).item(), F.cross_entropy(logits, targets.data).item())
+    assert F.cross_entropy(logits, targets, reduction="none").shape == (3,)
+    with pytest.raises(ValueError, match="target 4 is out of range for 4 classes"):
+        F.cross_entropy(logits, np.array([0, 4, 1]))
+    with pytest.raises(ValueError, match="target -1 is out of range"):
+        F.cross_entropy(logits, np.array([0, -1, 1]))
+    with pytest.raises(ValueError, match=r"got \(2, 3, 4\) and \(2, 3\) \(reshape \(B, n, C\) logits"):
+        F.cross_entropy(leaf(rng, 2, 3, 4), np.zeros((2, 3), dtype=int))
+    with pytest.raises(TypeError, match="targets must be integer class indices, got dtype float64"):
+        F.cross_entropy(logits, np.zeros(3))
+    with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none', got 'max'"):
+        F.cross_entropy(logits, targets, reduction="max")
+    one = F.cross_entropy(leaf(rng, 4), np.array(3), reduction="none")
+    assert one.shape == ()
+
+
+def test_dropout_arguments_and_dtype():
+    x = ta.ones(100, dtype=ta.float64)
+    assert F.dropout(x, 0.3).dtype == np.float64 and F.dropout(x, 1.0).dtype == np.float64
+    assert F.dropout(x, 0.0) is x
+    for bad in (-0.1, 1.1):
+        with pytest.raises(ValueError, match=rf"dropout: p must be in \[0, 1\], got {bad}"):
+            F.dropout(x, bad)
+    assert np.all(F.dropout(x, 1.0).data == 0)
+
+
+def test_embedding_checks(rng):
+    weight = leaf(rng, 5, 2)
+    np.testing.assert_array_equal(F.embedding(ta.tensor(np.array([4, 0])), weight).data, weight.data[[4, 0]])
+    with pytest.raises(IndexError, match="embedding: index 5 is out of range for 5 embeddings"):
+        F.embedding(np.array([0, 5]), weight)
+    with pytest.raises(IndexError, match="embedding: index -2 is out of range"):
+        F.embedding(np.array([-2, 7]), weight)
+    with pytest.raises(TypeError, match="indices must be integers, got dtype float64"):
+        F.embedding(np.array([0.0]), weight)
+
+
+def test_mse_loss_reductions_and_shape_check(rng):
+    x, y = leaf(rng, 2, 3), rng.standard_normal((2, 3))
+    assert np.isclose(F.mse_loss(x, y).item(), ((x.data - y) ** 2).mean())
+    assert np.isclose(nn.MSELoss()(x, ta.tensor(y)).item(), ((x.data - y) ** 2).mean())
+    with pytest.raises(ValueError, match=r"mse_loss: input shape \(2, 3\) and target shape \(3,\) differ"):
+        F.mse_loss(x, np.ones(3))
+    with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none'"):
+        F.mse_loss(x, y, reduction="avg")
