@@ -187,3 +187,50 @@ def test_small_tensor_facts():
     assert x.numel() == 6 and bool(ta.tensor(1.0)) and not bool(ta.tensor(0.0))
     with pytest.raises(RuntimeError, match=r"the truth value of a tensor of shape \(2, 3\) is ambiguous"):
         bool(x)
+
+
+class OffBy(Function):
+    """``out = x``, with a backward wrong by ``ERRORS`` (one number per element)."""
+
+    ERRORS = np.zeros(1)
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output + OffBy.ERRORS.reshape(grad_output.shape)
+
+
+def test_gradcheck_names_the_function_and_lists_only_the_failing_elements_worst_first():
+    x = ta.tensor(np.zeros((2, 3)), requires_grad=True)
+    OffBy.ERRORS = np.array([0.0, 3.0, 0.0, 1.0, 0.0, 2.0])  # three wrong elements, (0, 1) the worst
+
+    def my_function(t):
+        return OffBy.apply(t)
+
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(my_function, x, atol=1e-4, rtol=1e-2)  # a bare tensor as inputs
+    message = str(info.value)
+    assert message.startswith("gradcheck: my_function: gradient mismatch for input 0 (shape (2, 3))")
+    assert "<= 0.0001 + 0.01 * |numerical|" in message
+    listed = [line.split(":")[0].strip() for line in message.splitlines() if line.strip().startswith("at (")]
+    assert listed == ["at (0, 1)", "at (1, 2)", "at (1, 0)"]
+    OffBy.ERRORS = np.array([0.0, 0.0, 0.0, 0.0, 5.0, 0.0])  # one wrong element: one line
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(my_function, (x,))
+    assert sum(line.strip().startswith("at (") for line in str(info.value).splitlines()) == 1
+
+
+def test_gradcheck_fails_a_nan_gradient_and_ignores_non_tensors():
+    x = ta.tensor(np.ones(3), requires_grad=True)
+    OffBy.ERRORS = np.array([np.nan, 0.0, 0.0])
+    with pytest.raises(GradcheckError, match=r"at \(0,\)"):
+        gradcheck(OffBy.apply, (x,))
+    assert gradcheck(lambda t, k, flag: (t * k, ta.tensor([1, 2])), (x, 3, True))  # an int output is ignored
+    with pytest.raises(ValueError, match="func returned no floating-point tensor"):
+        gradcheck(lambda t: ta.tensor([1, 2]), (x,))
+    f32 = ta.tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    with pytest.warns(UserWarning):
+        assert gradcheck(lambda t: t * 2, (f32,), eps=1e-2, atol=1e-2)
