@@ -190,3 +190,22 @@ def test_mse_loss_reductions_and_shape_check(rng):
         F.mse_loss(x, np.ones(3))
     with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none'"):
         F.mse_loss(x, y, reduction="avg")
+
+
+def test_layers_dtypes_and_options(rng):
+    for make in (lambda d: nn.Linear(3, 2, dtype=d), lambda d: nn.Embedding(4, 2, dtype=d),
+                 lambda d: nn.LayerNorm(3, dtype=d)):
+        assert all(p.dtype == np.float32 for p in make(None).parameters())  # torch's default
+        assert all(p.dtype == np.float64 for p in make(ta.float64).parameters())
+    assert nn.LayerNorm(3).weight.shape == (3,) and nn.LayerNorm([2, 3]).weight.shape == (2, 3)
+    assert np.all(nn.Linear(0, 3).weight.data == 0)  # no inputs: torch's bound is 0
+    assert nn.Dropout(1.0)(ta.ones(4)).tolist() == [0.0] * 4
+    with pytest.raises(ValueError, match="p must be in"):
+        nn.Dropout(1.5)
+    logits = leaf(rng, 3, 4)
+    targets = np.array([1, 2, 3])
+    loss = nn.CrossEntropyLoss(ignore_index=2, reduction="none")(logits, targets)
+    np.testing.assert_allclose(loss.data, F.cross_entropy(logits, targets, 2, "none").data)
+    assert loss.data[1] == 0
+    x, y = leaf(rng, 2, 2), ta.tensor(rng.standard_normal((2, 2)))
+    np.testing.assert_allclose(nn.MSELoss(reduction="none")(x, y).data, (x.data - y.data) ** 2)
