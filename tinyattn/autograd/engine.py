@@ -18,15 +18,13 @@ first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from .function import Node
 from .grad_mode import active_recorder
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .tensor import Tensor
 
 
 def _released_error(node: Node) -> RuntimeError:
@@ -89,7 +87,7 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
         return np.ones_like(root.data)
-    g = np.asarray(gradient.data if hasattr(gradient, "gradient_edge") else gradient, dtype=root.dtype)
+    g = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
     if g.shape != root.shape:
         raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
     return g
@@ -111,7 +109,7 @@ def grad(
     A non-leaf input's gradient is the total reaching the op that made it; an
     input the output does not depend on gets None. Each result is its own array.
     """
-    inputs = (inputs,) if hasattr(inputs, "gradient_edge") else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
     for i, t in enumerate(inputs):
         edge = t.gradient_edge()

@@ -316,8 +316,7 @@ class Tensor:
             raise TypeError(
                 f"numpy.{ufunc.__name__} has no gradient here: apply the Tensor's own op, or .detach() first"
             )
-        arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
-        result = getattr(ufunc, method)(*arrays, **kwargs)
+        result = getattr(ufunc, method)(*(_unwrap(x) for x in inputs), **kwargs)
         return Tensor._make(result) if isinstance(result, np.ndarray) else result
 
     def __len__(self) -> int:
@@ -684,7 +683,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
     """``fn.apply(*args)``: run ``forward`` on the arrays; if a gradient is wanted, record a ``Node``."""
-    arrays = [a.data if isinstance(a, Tensor) else a for a in args]
+    arrays = [_unwrap(a) for a in args]
     needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     ctx = Context(needs_input_grad)
     out = fn.forward(ctx, *arrays, **kwargs)

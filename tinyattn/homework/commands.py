@@ -17,7 +17,7 @@ import tinyattn
 
 from .grading import GradedTest, Outcome, manifest, run_tests, scan_tests
 from .markers import MarkerError, Region, fill_task, find_regions, package_files, write_package
-from .submission import find_package, package_for, read_submission, regions_by_file
+from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(tinyattn.__file__))
 TESTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "task_tests")
@@ -215,17 +215,14 @@ def solve(student_dir: str, tasks: list[str]) -> None:
 
 
 def _task_packages(
-    files: dict[str, list[str]], regions: dict[str, list[Region]], reading_root: str | None, chosen: list[str],
-    dest: str, tasks: list[str],
+    files: dict[str, list[str]], regions: dict[str, list[Region]], reading: Reading, dest: str, tasks: list[str]
 ) -> dict[str, str]:
-    """For each of ``tasks``: a package root holding the student's code for it and the reference elsewhere."""
-    reading = read_submission(reading_root, files, regions, set(chosen)) if reading_root else None
+    """The isolation rule: for each of ``tasks``, a package root with the student's code (``reading``) in that
+    task's regions and the reference code in every other region."""
     roots = {}
     for task in tasks:
-        root = os.path.join(dest, task)
-        given = package_for(task, regions, reading) if reading is not None else {}
-        write_package(files, regions, root, blank=set(), given=given)
-        roots[task] = root
+        roots[task] = os.path.join(dest, task)
+        write_package(files, regions, roots[task], blank=set(), given=package_for(task, regions, reading))
     return roots
 
 
@@ -311,7 +308,8 @@ def isolation_rows(
         shutil.copytree(student, copy)
         for region in regions[task]:
             fill_task(os.path.join(copy, region.path), region, files[region.path])
-        roots = _task_packages(files, regions, copy, chosen, os.path.join(tmp, f"graded_{task}"), [task])
+        reading = read_submission(copy, files, regions, set(chosen))
+        roots = _task_packages(files, regions, reading, os.path.join(tmp, f"graded_{task}"), [task])
         differ = [rel for rel in files if _read(os.path.join(roots[task], rel)) != _read(os.path.join(reference, rel))]
         detail = "graded on the reference package" if not differ else f"differs from the reference in {differ[0]}"
         rows.append(("5. isolation", task, detail, not differ))
@@ -368,10 +366,7 @@ def grade(
     total = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         reading = read_submission(package_root, files, regions, set(chosen))
-        roots = {}
-        for task in chosen:
-            roots[task] = os.path.join(tmp, task)
-            write_package(files, regions, roots[task], blank=set(), given=package_for(task, regions, reading))
+        roots = _task_packages(files, regions, reading, tmp, chosen)
         for task, info in data["tasks"].items():
             task_tests = [GradedTest(**t) for t in info["tests"]]
             outcomes = run_tests(roots[task], tests_dir, task_tests, timeout=timeout, reference_values=reference)
