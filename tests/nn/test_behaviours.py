@@ -205,7 +205,7 @@ def test_layers_dtypes_and_options(rng):
     logits = leaf(rng, 3, 4)
     targets = np.array([1, 2, 3])
     loss = nn.CrossEntropyLoss(ignore_index=2, reduction="none")(logits, targets)
-    np.testing.assert_allclose(loss.data, F.cross_entropy(logits, targets, 2, "none").data)
+    np.testing.assert_allclose(loss.data, F.cross_entropy(logits, targets, ignore_index=2, reduction="none").data)
     assert loss.data[1] == 0
     x, y = leaf(rng, 2, 2), ta.tensor(rng.standard_normal((2, 2)))
     np.testing.assert_allclose(nn.MSELoss(reduction="none")(x, y).data, (x.data - y.data) ** 2)

@@ -102,13 +102,20 @@ def backward(root: Tensor, gradient: Any = None, *, retain_graph: bool = False) 
 
 
 def grad(
-    output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = None, *, retain_graph: bool = False
+    outputs: Tensor, inputs: Tensor | Sequence[Tensor], grad_outputs: Any = None, *, retain_graph: bool = False
 ) -> tuple[np.ndarray | None, ...]:
-    """Return ``d output / d input`` (weighted by ``grad_output``) for each input; ``.grad`` untouched.
+    """Return ``d outputs / d input`` (weighted by ``grad_outputs``) for each input; ``.grad`` untouched.
 
+    torch's argument names; ``outputs`` is one tensor (or a one-element sequence, with
+    ``grad_outputs`` likewise): sum several outputs into one first.
     A non-leaf input's gradient is the total reaching the op that made it; an
     input the output does not depend on gets None. Each result is its own array.
     """
+    if isinstance(outputs, (tuple, list)) and len(outputs) == 1:
+        outputs = outputs[0]
+        grad_outputs = grad_outputs[0] if isinstance(grad_outputs, (tuple, list)) else grad_outputs
+    if not isinstance(outputs, Tensor):
+        raise TypeError(f"grad: outputs must be one Tensor, got {type(outputs).__name__} (sum several into one)")
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
     for i, t in enumerate(inputs):
@@ -116,7 +123,7 @@ def grad(
         if edge is not None:
             positions.setdefault(edge, []).append(i)
     result: list[np.ndarray | None] = [None] * len(inputs)
-    for node, g in propagate(output.gradient_edge(), _root_gradient(output, grad_output), retain_graph):
+    for node, g in propagate(outputs.gradient_edge(), _root_gradient(outputs, grad_outputs), retain_graph):
         for i in positions.get(node, ()):
             result[i] = g.copy()
     return tuple(result)

@@ -63,6 +63,7 @@ class MultiheadAttention(Module):
         kdim: int | None = None,
         vdim: int | None = None,
         batch_first: bool = False,
+        *,
         dtype: Any = None,
     ) -> None:
         super().__init__()

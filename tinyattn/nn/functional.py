@@ -105,7 +105,7 @@ def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
 
 
 def cross_entropy(
-    input: Tensor, target: Tensor | np.ndarray, ignore_index: int = -100, reduction: str = "mean"
+    input: Tensor, target: Tensor | np.ndarray, *, ignore_index: int = -100, reduction: str = "mean"
 ) -> Tensor:
     """``-log softmax(input)[target]``: logits ``(N, C)`` (or ``(C,)``) and class indices ``(N,)``.
 
@@ -136,7 +136,7 @@ def cross_entropy(
     raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """``(input - target)^2``, averaged (``mean``), summed (``sum``) or kept (``none``)."""
     if input.shape != tuple(np.shape(target.data if isinstance(target, Tensor) else target)):
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape {np.shape(target)} differ")

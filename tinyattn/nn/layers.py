@@ -18,7 +18,7 @@ from .parameter import Parameter
 class Linear(Module):
     """``y = x W^T + b`` with ``weight (out_features, in_features)``; init U(+-1/sqrt(in)) as torch."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: Any = None) -> None:
         super().__init__()
         dtype = float_dtype(dtype)
         self.in_features, self.out_features = in_features, out_features
@@ -43,7 +43,7 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: integer ids ``(...)`` -> rows of ``weight (num_embeddings, embedding_dim)``; init N(0, 1)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: Any = None) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=float_dtype(dtype)))
@@ -66,15 +66,21 @@ class LayerNorm(Module):
         normalized_shape: int | tuple[int, ...],
         eps: float = 1e-5,
         elementwise_affine: bool = True,
+        bias: bool = True,
+        *,
         dtype: Any = None,
     ) -> None:
+        """torch's arguments: ``bias=False`` keeps the scale ``weight`` only."""
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         dtype = float_dtype(dtype)
         if elementwise_affine:
             self.weight = Parameter(np.ones(shape, dtype=dtype))
-            self.bias = Parameter(np.zeros(shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(np.zeros(shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -129,22 +135,22 @@ class GELU(Module):
 class CrossEntropyLoss(Module):
     """``F.cross_entropy`` as a module."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+    def __init__(self, *, ignore_index: int = -100, reduction: str = "mean") -> None:
         super().__init__()
         self.ignore_index, self.reduction = ignore_index, reduction
 
     def forward(self, input: Tensor, target: Tensor | np.ndarray) -> Tensor:
         """Logits ``(N, C)`` and class indices ``(N,)``."""
-        return F.cross_entropy(input, target, self.ignore_index, self.reduction)
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
 class MSELoss(Module):
     """``F.mse_loss`` as a module."""
 
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, *, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = reduction
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """Same shapes in; a scalar out (or the elementwise losses with ``reduction="none"``)."""
-        return F.mse_loss(input, target, self.reduction)
+        return F.mse_loss(input, target, reduction=self.reduction)

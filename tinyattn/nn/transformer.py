@@ -120,8 +120,8 @@ class TransformerEncoderLayer(Module):
                                             dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
         self.dropout1, self.dropout2, self.dropout = Dropout(dropout), Dropout(dropout), Dropout(dropout)
         self.norm_first, self.batch_first = norm_first, batch_first
         self.last_attn_weights: Tensor | None = None

@@ -1,0 +1,64 @@
+"""Every public callable that torch also has takes torch's arguments, in torch's order, with torch's defaults.
+
+A positional call that torch reads differently (``F.cross_entropy(x, t, 5)``: ``weight`` in torch) would
+silently differ, so beyond the shared leading arguments ours are keyword-only, and torch's names are
+kept (a keyword torch lacks, or one of torch's that is missing here, is a clear ``TypeError``).
+"""
+
+import inspect
+
+import pytest
+
+import tinyattn as ta
+from tinyattn import nn, optim
+from tinyattn.autograd import grad
+from tinyattn.nn import functional as F
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+PAIRS = {
+    "optim.SGD": (optim.SGD, torch.optim.SGD),
+    "optim.Adam": (optim.Adam, torch.optim.Adam),
+    "optim.AdamW": (optim.AdamW, torch.optim.AdamW),
+    "nn.Linear": (nn.Linear, torch.nn.Linear),
+    "nn.Embedding": (nn.Embedding, torch.nn.Embedding),
+    "nn.LayerNorm": (nn.LayerNorm, torch.nn.LayerNorm),
+    "nn.Dropout": (nn.Dropout, torch.nn.Dropout),
+    "nn.GELU": (nn.GELU, torch.nn.GELU),
+    "nn.CrossEntropyLoss": (nn.CrossEntropyLoss, torch.nn.CrossEntropyLoss),
+    "nn.MSELoss": (nn.MSELoss, torch.nn.MSELoss),
+    "nn.MultiheadAttention": (nn.MultiheadAttention, torch.nn.MultiheadAttention),
+    "nn.TransformerEncoderLayer": (nn.TransformerEncoderLayer, torch.nn.TransformerEncoderLayer),
+    "nn.utils.clip_grad_norm_": (nn.utils.clip_grad_norm_, torch.nn.utils.clip_grad_norm_),
+    "F.dropout": (F.dropout, torch.nn.functional.dropout),
+    "F.layer_norm": (F.layer_norm, torch.nn.functional.layer_norm),
+    "F.cross_entropy": (F.cross_entropy, torch.nn.functional.cross_entropy),
+    "F.mse_loss": (F.mse_loss, torch.nn.functional.mse_loss),
+    "F.log_softmax": (F.log_softmax, torch.nn.functional.log_softmax),
+    "Tensor.backward": (ta.Tensor.backward, torch.Tensor.backward),
+    "autograd.grad": (grad, torch.autograd.grad),
+}
+# torch's default is the same thing spelled differently
+SAME = {("nn.TransformerEncoderLayer", "activation"): ("relu", torch.nn.functional.relu),
+        ("Tensor.backward", "retain_graph"): (False, None),  # None: "as create_graph", which is False
+        ("autograd.grad", "retain_graph"): (False, None),
+        ("F.log_softmax", "dim"): (inspect.Parameter.empty, None)}  # required: torch's implicit dim is deprecated
+POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def positional(signature):
+    return [name for name, p in signature.parameters.items() if p.kind in POSITIONAL]
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_arguments_names_order_and_defaults_are_torchs(name):
+    ours, theirs = (inspect.signature(f) for f in PAIRS[name])
+    assert positional(ours) == positional(theirs)[: len(positional(ours))], "a positional call would differ"
+    for arg, p in ours.parameters.items():
+        assert arg in theirs.parameters, f"{name}: torch has no argument {arg!r}"
+        expected = theirs.parameters[arg].default
+        if (name, arg) in SAME:
+            assert (p.default, expected) == SAME[name, arg]
+        else:
+            assert p.default == expected, f"{name}({arg}=...): default {p.default!r}, torch's {expected!r}"
