@@ -80,7 +80,7 @@ class Adam(Optimizer):
             # BEGIN TASK adam_step
             m_hat_scale = 1 / (1 - beta1**t)
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
-            p.data -= (lr * m_hat_scale * m / denom).astype(p.dtype, copy=False)
+            p.data -= lr * m_hat_scale * m / denom
             # END TASK
             p._version += 1  # an in-place change: a graph built before it may not backward through p
 

@@ -50,5 +50,5 @@ class SGD(Optimizer):
                 buf = np.array(g) if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * g
                 state["momentum_buffer"] = np.asarray(buf)
                 g = g + group["momentum"] * buf if group["nesterov"] else buf
-            p.data -= (group["lr"] * g).astype(p.dtype, copy=False)
+            p.data -= group["lr"] * g
             p._version += 1  # an in-place change: a graph built before it may not backward through p
