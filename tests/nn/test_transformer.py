@@ -25,10 +25,25 @@ def test_sinusoidal_values_from_the_formula():
 
 
 def test_positional_encoding_errors():
-    with pytest.raises(ValueError, match="even"):
-        nn.PositionalEncoding(5)
+    for odd in (3, 5, 9):
+        with pytest.raises(ValueError, match=f"d_model must be even, got {odd}"):
+            nn.PositionalEncoding(odd)
     with pytest.raises(ValueError, match=r"\(1, 11, 6\)"):
         nn.PositionalEncoding(6, max_len=10)(ta.zeros(1, 11, 6))
+    with pytest.raises(ValueError, match=r"\(1, 3, 5\) needs last dim 6"):
+        nn.PositionalEncoding(6, max_len=10)(ta.zeros(1, 3, 5))  # short enough, but the wrong width
+    with pytest.raises(ValueError, match="length 6 exceeds max_len 5"):
+        nn.LearnedPositionalEncoding(5, 4)(ta.zeros(1, 6, 4))
+
+
+def test_positional_encodings_take_max_len_tokens_and_keep_the_dtype():
+    pe = nn.PositionalEncoding(4)
+    assert pe.pe.dtype == np.float32 and pe.pe.shape == (5000, 4)  # torch's tutorial default max_len
+    assert pe(ta.zeros(1, 5000, 4)).dtype == np.float32  # exactly max_len is allowed
+    with pytest.raises(ValueError, match="length <= 5000"):
+        pe(ta.zeros(1, 5001, 4))
+    assert nn.PositionalEncoding(4, dtype=ta.float64)(ta.zeros(2, 3, 4, dtype=ta.float64)).dtype == np.float64
+    assert nn.LearnedPositionalEncoding(5, 4)(ta.zeros(1, 5, 4)).shape == (1, 5, 4)
 
 
 def test_learned_positional_encoding(rng):
@@ -71,3 +86,6 @@ def test_encoder_layer_takes_torchs_arguments_in_torchs_order():
     assert layer(x).shape == (5, 2, 4)
     with pytest.raises(ValueError, match="activation must be 'relu', 'gelu' or a callable, got 'tanh'"):
         nn.TransformerEncoderLayer(4, 2, activation="tanh")
+    assert nn.TransformerEncoderLayer(4, 2, 8, device="cpu").last_attn_weights is None  # none before a call
+    with pytest.raises(ValueError, match="only the CPU exists here, got device='cuda'"):
+        nn.TransformerEncoderLayer(4, 2, device="cuda")

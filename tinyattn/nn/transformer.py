@@ -55,7 +55,7 @@ class PositionalEncoding(Module):
                 f"and length <= {self.max_len}"
             )
         pe = self.pe[:n] if self.batch_first else self.pe[:n, None, :]  # (n, d) or (n, 1, d)
-        return self.dropout(x + pe.astype(x.dtype, copy=False))
+        return self.dropout(x + pe.astype(x.dtype))
 
     def extra_repr(self) -> str:
         """Constructor arguments."""
