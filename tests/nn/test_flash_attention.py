@@ -76,18 +76,33 @@ def test_a_query_that_sees_no_key_gets_zeros_and_no_nan(rng):
     assert np.all(q.grad[:, :, [1, 3]] == 0)
 
 
-def test_grouped_query_attention(rng):
-    q, k, v = leaf(rng, B, 4, L, D), leaf(rng, B, 2, S, D), leaf(rng, B, 2, S, 4)  # 2 query heads per K/V head
-    mask = rng.standard_normal((B, 4, L, S))
+@pytest.mark.parametrize("q_heads, kv_heads", [(4, 2), (2, 1), (4, 1)])
+def test_grouped_query_attention(rng, q_heads, kv_heads):
+    group = q_heads // kv_heads
+    q, k, v = leaf(rng, B, q_heads, L, D), leaf(rng, B, kv_heads, S, D), leaf(rng, B, kv_heads, S, 4)
+    mask = leaf(rng, B, q_heads, L, S)  # one mask per query head, itself differentiable
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_size=4)
-    k_rep, v_rep = (ta.tensor(np.repeat(t.data, 2, axis=1)) for t in (k, v))
-    np.testing.assert_allclose(out.data, composed(q, k_rep, v_rep, ta.tensor(mask)).data, atol=1e-12)
-    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_size=4),
-          q, k, v)
+    k_rep, v_rep = (ta.tensor(np.repeat(t.data, group, axis=1)) for t in (k, v))
+    np.testing.assert_allclose(out.data, composed(q, k_rep, v_rep, ta.tensor(mask.data)).data, atol=1e-12)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True, block_size=4),
+          q, k, v, mask)
     with pytest.raises(ValueError, match="enable_gqa=True"):
         F.scaled_dot_product_attention(q, k, v)
     with pytest.raises(ValueError, match="not a multiple"):
         F.scaled_dot_product_attention(q, leaf(rng, B, 3, S, D), leaf(rng, B, 3, S, 4), enable_gqa=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_keeps_the_expected_value(dtype):
+    """Uniform weights over 256 keys and V = 1: each output is the kept fraction / (1 - p), about 1."""
+    ta.manual_seed(0)
+    q, v = ta.zeros(1, 64, 8, dtype=dtype), ta.ones(1, 256, 8, dtype=dtype)
+    out = F.scaled_dot_product_attention(q, ta.zeros(1, 256, 8, dtype=dtype), v, dropout_p=0.5, block_size=32)
+    assert out.dtype == dtype
+    assert abs(out.data.mean() - 1.0) < 0.05  # standard error 1 / 128
+    assert 0.5 < out.data.std() * 16 < 2.0  # each row: the mean of 256 kept-or-not, sd (1/16) sqrt(p / (1 - p))
+    all_dropped = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
+    np.testing.assert_array_equal(all_dropped.data, np.zeros((1, 64, 8)))  # torch's zeros, not 0 / 0
 
 
 def test_a_float_mask_that_requires_grad_gets_dS(rng):

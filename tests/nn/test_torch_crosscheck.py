@@ -152,40 +152,67 @@ def test_sdpa_matches_torch(mask_kind):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(16))
-def test_sdpa_random_cases_match_torch(seed):
-    """FlashAttention against torch: random shapes, masks, causal, scale, GQA and block sizes; values and grads."""
-    rng = np.random.default_rng(seed)
+def random_sdpa_case(rng):
+    """Seeded SDPA arguments: 3-D or 4-D inputs, GQA, masks of every broadcast shape (bool or float, the
+    float one sometimes requiring grad), causal, scale, a query row with huge scores, float32 or float64."""
     batch, kv_heads, group = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.choice([1, 1, 2]))
     n_q, n_k = int(rng.integers(1, 7)), int(rng.integers(1, 9))
     d, d_v = int(rng.integers(1, 5)), int(rng.integers(1, 5))
     q_heads = kv_heads * group
-    arrays = [rng.standard_normal((batch, q_heads, n_q, d)), rng.standard_normal((batch, kv_heads, n_k, d)),
-              rng.standard_normal((batch, kv_heads, n_k, d_v))]
+    lead_q, lead_k = ((q_heads,), (kv_heads,)) if rng.integers(3) == 0 else ((batch, q_heads), (batch, kv_heads))
+    arrays = [rng.standard_normal(lead_q + (n_q, d)), rng.standard_normal(lead_k + (n_k, d)),
+              rng.standard_normal(lead_k + (n_k, d_v))]
+    if rng.integers(3) == 0:  # scores of ~±1000 in one row: each row needs its own running max
+        arrays[0][..., 0, :] *= 400 / max(np.abs(arrays[0][..., 0, :]).max(), 1e-3)
     kwargs = {"enable_gqa": group > 1}
     kind = rng.choice(["none", "bool", "float", "causal"])
+    mask_shapes = [(n_q, n_k), (n_q, 1), (1, n_k), lead_q + (n_q, n_k), lead_q[:-1] + (1, 1, n_k)]
+    shape = mask_shapes[rng.integers(len(mask_shapes))]
     if kind == "bool":
-        allowed = rng.random((n_q, n_k)) > 0.4
-        allowed[:, 0] = True  # torch gives NaN for a query that sees no key
+        allowed = rng.random(shape) > 0.4
+        allowed[..., 0] = True  # torch gives NaN for a query that sees no key
         kwargs["attn_mask"] = allowed
     elif kind == "float":
-        kwargs["attn_mask"] = rng.standard_normal((batch, 1, n_q, n_k))
+        kwargs["attn_mask"] = rng.standard_normal(shape)
     elif kind == "causal" and n_k >= n_q:
         kwargs["is_causal"] = True
     if rng.integers(2):
         kwargs["scale"] = float(rng.uniform(0.1, 2.0))
-    upstream = rng.standard_normal((batch, q_heads, n_q, d_v))
+    needs = [bool(rng.integers(2)) for _ in range(3)]
+    needs[rng.integers(3)] = True  # at least one of query, key, value
+    mask_needs = kind == "float" and bool(rng.integers(2))
+    dtype = np.float32 if rng.integers(4) == 0 else np.float64
+    return arrays, kwargs, needs, mask_needs, dtype, rng.standard_normal(lead_q + (n_q, d_v))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sdpa_random_cases_match_torch(seed):
+    """FlashAttention against torch over random cases (``random_sdpa_case``): values, dtypes and every gradient."""
+    rng = np.random.default_rng(seed)
+    arrays, kwargs, needs, mask_needs, dtype, upstream = random_sdpa_case(rng)
+    block_size = int(rng.integers(1, 5))
     got = []
     for lib, sdpa in ((ta, F.scaled_dot_product_attention), (torch, torch.nn.functional.scaled_dot_product_attention)):
-        ts = [lib.tensor(a, requires_grad=True) for a in arrays]
-        kw = {k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        ts = [lib.tensor(a.astype(dtype), requires_grad=n) for a, n in zip(arrays, needs)]
+        kw = dict(kwargs)
+        if "attn_mask" in kw:
+            mask = kw["attn_mask"]
+            kw["attn_mask"] = lib.tensor(mask.astype(dtype) if mask.dtype != bool else mask, requires_grad=mask_needs)
         if lib is ta:
-            kw["block_size"] = int(rng.integers(1, 5))
+            kw["block_size"] = block_size
         out = sdpa(*ts, **kw)
-        out.backward(lib.tensor(upstream))
-        got.append([np.asarray(out.detach())] + [np.asarray(t.grad) for t in ts])
-    for a, b in zip(*got):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=str(kwargs))
+        out.backward(lib.tensor(upstream.astype(dtype)))
+        grads = [t.grad for t in ts] + ([kw["attn_mask"].grad] if mask_needs else [])
+        got.append((out, grads))
+    (ours, our_grads), (theirs, their_grads) = got
+    tol = dict(rtol=1e-9, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-5)
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), **tol, err_msg=f"output, {kwargs}")
+    for i, (g, t) in enumerate(zip(our_grads, their_grads)):
+        assert (g is None) == (t is None), f"gradient {i}"
+        if g is not None:
+            assert g.dtype == dtype and g.shape == tuple(t.shape), f"gradient {i}: {g.dtype}, {g.shape}"
+            np.testing.assert_allclose(g, t.numpy(), **tol, err_msg=f"gradient {i}, {kwargs}")
 
 
 def test_layers_match_torch():

@@ -49,6 +49,8 @@ from ..function import Context, Function, unbroadcast
 
 def _block_keep(seed: int, j: int, shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
     """Dropout's keep-mask of key block ``j``, scaled by ``1 / (1 - p)``: the same in forward and backward."""
+    if p == 1.0:  # all dropped: zeros, not 0 / 0
+        return np.zeros(shape, dtype)
     keep = np.random.default_rng([seed, j]).random(shape) >= p
     return keep.astype(dtype) / dtype.type(1 - p)
 
@@ -77,16 +79,16 @@ class FlashAttention(Function):
         q: np.ndarray,
         k: np.ndarray,
         v: np.ndarray,
-        mask_in: np.ndarray | None = None,
+        mask_in: np.ndarray | None,
         *,
         scale: float,
-        is_causal: bool = False,
-        dropout_p: float = 0.0,
-        block_size: int = 128,
-        seed: int = 0,
+        is_causal: bool,
+        dropout_p: float,
+        block_size: int,
+        seed: int,
     ) -> np.ndarray:
         L, S = q.shape[-2], k.shape[-2]
-        group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 and k.ndim >= 3 else 1
+        group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1  # (q and k have the same ndim)
         k_g, v_g = _grouped(k, group), _grouped(v, group)  # (..., H_kv, 1, S, d): one K/V head per query group
         q_s = _grouped(q, group, query=True) * q.dtype.type(scale)  # Q · scale, once    (..., H_kv, G, L, d)
         mask = _grouped_mask(mask_in, group, q.ndim)  # (..., H_kv, G, L|1, S|1), or None
@@ -125,7 +127,9 @@ class FlashAttention(Function):
         d_out = _grouped(grad_output, group, query=True)  # (..., L, d_v)
         big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
         dq = np.zeros_like(q_s)
-        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)  # per query head; summed over groups below
+        # Each key block is visited once, so dK_j, dV_j (and dM's columns j) are written, not summed; rows a
+        # causal mask skips stay 0. dK and dV are per query head here, summed over each group below.
+        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
         dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
@@ -141,25 +145,24 @@ class FlashAttention(Function):
             dp = do_r @ np.swapaxes(v_g[..., j0:j1, :], -1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-                dv[..., j0:j1, :] += np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                dv[..., j0:j1, :] = np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
+                dv[..., j0:j1, :] = np.swapaxes(p, -1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
             dq[..., rows, :] += ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
-            dk[..., j0:j1, :] += np.swapaxes(ds, -1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
+            dk[..., j0:j1, :] = np.swapaxes(ds, -1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
-                dmask[..., rows, j0:j1] += ds
+                dmask[..., rows, j0:j1] = ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
-        dk = dk.sum(axis=-3).reshape(k.shape) if group > 1 else dk.reshape(k.shape)
-        dv = dv.sum(axis=-3).reshape(v.shape) if group > 1 else dv.reshape(v.shape)
+        dk = dk.sum(axis=-3) if group > 1 else dk  # (..., H_kv, S, d)
+        dv = dv.sum(axis=-3) if group > 1 else dv  # (..., H_kv, S, d_v)
         if dmask is not None:
             mask_shape, mask_dtype = ctx.mask_meta
             dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
                                 (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
-        needs = ctx.needs_input_grad
-        return dq if needs[0] else None, dk if needs[1] else None, dv if needs[2] else None, dmask
+        return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
 
 
 def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:
