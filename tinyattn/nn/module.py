@@ -12,7 +12,6 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ..autograd import Tensor
 from .parameter import Parameter
 
 
@@ -93,7 +92,7 @@ class Module:
         as in torch, so an optimizer steps it once and ``clip_grad_norm_`` counts it once.
         """
         seen: set[int] = set()
-        for module_prefix, module in self.named_modules(prefix, remove_duplicate=remove_duplicate):
+        for module_prefix, module in self.named_modules(prefix, remove_duplicate=False):  # every name of it
             for name, p in module._parameters.items():
                 if p is None or (remove_duplicate and id(p) in seen):
                     continue
@@ -165,7 +164,7 @@ class Module:
             raise RuntimeError(f"load_state_dict into {type(self).__name__}: " + "; ".join(problems))
         for name, array in arrays.items():
             if name in own:
-                own[name].data = array.astype(own[name].dtype, copy=True)
+                own[name].data = array.astype(own[name].dtype)  # a copy: the caller's array is never shared
 
     # -- printing ----------------------------------------------------------------
 
@@ -184,10 +183,8 @@ class Module:
 
 def _to_numpy(value: Any) -> np.ndarray:
     """An ndarray from a NumPy array, a tinyattn tensor or a torch tensor."""
-    if isinstance(value, Tensor):
-        return value.data
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
-        return value.detach().cpu().numpy()
+    if hasattr(value, "detach"):  # a tensor (tinyattn's or torch's), perhaps requiring grad
+        value = value.detach()
     return np.asarray(value)
 
 
