@@ -38,11 +38,13 @@ PAIRS = {
     "F.log_softmax": (F.log_softmax, torch.nn.functional.log_softmax),
     "Tensor.backward": (ta.Tensor.backward, torch.Tensor.backward),
     "autograd.grad": (grad, torch.autograd.grad),
+    "autograd.backward": (ta.autograd.backward, torch.autograd.backward),
 }
 # torch's default is the same thing spelled differently
 SAME = {("nn.TransformerEncoderLayer", "activation"): ("relu", torch.nn.functional.relu),
         ("Tensor.backward", "retain_graph"): (False, None),  # None: "as create_graph", which is False
         ("autograd.grad", "retain_graph"): (False, None),
+        ("autograd.backward", "retain_graph"): (False, None),
         ("F.log_softmax", "dim"): (inspect.Parameter.empty, None)}  # required: torch's implicit dim is deprecated
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

@@ -65,3 +65,33 @@ def test_message_explains_the_numbers_and_lists_the_three_worst_elements():
     worst = [line for line in message.splitlines() if line.strip().startswith("at (")]
     assert len(worst) == 3
     assert len({line.split(":")[0] for line in worst}) == 3  # three different indices
+
+
+def test_same_failure_same_message_and_the_seed_changes_the_weights(rng):
+    """gradcheck is reproducible: its weights come from ``seed`` (default 0), never from fresh entropy."""
+    x = ta.tensor(rng.standard_normal(4), requires_grad=True)
+
+    def message(**kwargs):
+        with pytest.raises(GradcheckError) as err:
+            gradcheck(SoftmaxWithWrongBackward.apply, (x,), **kwargs)
+        return str(err.value)
+
+    assert message() == message() == message(seed=0)
+    assert message(seed=1) != message(seed=0)
+
+
+def test_exact_agreement_passes_with_zero_tolerance():
+    """``x ↦ x`` at 0 with a power-of-two eps: the differences are exact, so excess is 0, which passes."""
+    assert gradcheck(lambda t: t * 1.0, (ta.zeros(3, dtype=ta.float64, requires_grad=True),),
+                     eps=2.0**-20, atol=0.0, rtol=0.0)
+
+
+def test_the_float32_warning_points_at_the_caller_and_a_callable_without_name_is_shown_by_repr():
+    import functools
+
+    with pytest.warns(UserWarning, match="float64") as record:
+        gradcheck(lambda t: t * 2.0, (ta.ones(2, requires_grad=True),), atol=1e-2, eps=1e-2)
+    assert record[0].filename == __file__
+    wrong = functools.partial(SoftmaxWithWrongBackward.apply)
+    with pytest.raises(GradcheckError, match=r"^gradcheck: functools\.partial\("):
+        gradcheck(wrong, (ta.tensor(np.arange(3.0), requires_grad=True),))

@@ -33,9 +33,16 @@ def default_generator() -> np.random.Generator:
     return _generator
 
 
-def _size(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _size(op: str, shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """``f(2, 3)`` and ``f((2, 3))`` alike; as torch, no size at all, a non-int or a negative size is refused."""
+    if not shape:
+        raise TypeError(f"{op}: the size is missing (a 0-d tensor has size ())")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"{op}: size must be ints, got {shape}")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{op}: negative size in {shape}")
     return tuple(int(s) for s in shape)
 
 
@@ -54,23 +61,23 @@ def tensor(data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> T
 
 def zeros(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return Tensor(np.zeros(_size(shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.zeros(_size("zeros", shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def ones(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return Tensor(np.ones(_size(shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
+    return Tensor(np.ones(_size("ones", shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
 
 
 def randn(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Samples from the standard normal distribution."""
-    data = _generator.standard_normal(_size(shape)).astype(float_dtype(dtype))
+    data = _generator.standard_normal(_size("randn", shape)).astype(float_dtype(dtype))
     return Tensor(data, requires_grad=requires_grad)
 
 
 def rand(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Samples from the uniform distribution on [0, 1)."""
-    data = _generator.random(_size(shape)).astype(float_dtype(dtype))
+    data = _generator.random(_size("rand", shape)).astype(float_dtype(dtype))
     return Tensor(data, requires_grad=requires_grad)
 
 
@@ -78,6 +85,10 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
     """``start, start + step, ...`` below ``end`` (ints give int64, floats float32)."""
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: end {end} cannot be reached from start {start} with step {step}")
     if dtype is None:
         all_ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if all_ints else np.float32

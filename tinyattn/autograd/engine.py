@@ -93,8 +93,19 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
     return g
 
 
-def backward(root: Tensor, gradient: Any = None, *, retain_graph: bool = False) -> None:
-    """``root.backward(gradient)``: add ``gradient``-weighted derivatives to each leaf's ``.grad``."""
+def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
+    """torch takes a sequence of outputs; here one tensor, or a one-element sequence (its gradient likewise)."""
+    if isinstance(outputs, (tuple, list)) and len(outputs) == 1:
+        outputs = outputs[0]
+        grad_outputs = grad_outputs[0] if isinstance(grad_outputs, (tuple, list)) else grad_outputs
+    if not isinstance(outputs, Tensor):
+        raise TypeError(f"{op}: expects one output Tensor, got {type(outputs).__name__} (sum several into one)")
+    return outputs, grad_outputs
+
+
+def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = False) -> None:
+    """``tensors.backward(grad_tensors)``: add the weighted derivatives to each leaf's ``.grad`` (torch's names)."""
+    root, gradient = _one_output("backward", tensors, grad_tensors)
     for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):
         target = node.retained() if node.retained is not None else None
         if target is not None:
@@ -111,11 +122,7 @@ def grad(
     A non-leaf input's gradient is the total reaching the op that made it; an
     input the output does not depend on gets None. Each result is its own array.
     """
-    if isinstance(outputs, (tuple, list)) and len(outputs) == 1:
-        outputs = outputs[0]
-        grad_outputs = grad_outputs[0] if isinstance(grad_outputs, (tuple, list)) else grad_outputs
-    if not isinstance(outputs, Tensor):
-        raise TypeError(f"grad: outputs must be one Tensor, got {type(outputs).__name__} (sum several into one)")
+    outputs, grad_outputs = _one_output("grad", outputs, grad_outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
     for i, t in enumerate(inputs):

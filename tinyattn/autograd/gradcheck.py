@@ -34,7 +34,7 @@ def _outputs(result: Any) -> list[Tensor]:
 
 
 def _weighted_sum(outputs: Sequence[Tensor], weights: Sequence[np.ndarray]) -> float:
-    return float(sum(np.sum(o.data.astype(np.float64) * w) for o, w in zip(outputs, weights)))
+    return float(sum(np.sum(o.data * w) for o, w in zip(outputs, weights)))  # w is float64: so is the sum
 
 
 def gradcheck(
@@ -71,7 +71,7 @@ def gradcheck(
 
     # analytic: one backward of L = sum_i sum(out_i * R_i) through every output at once
     analytic = [np.zeros(t.shape) for _, t in checked]
-    terms = [(o * w.astype(o.dtype)).sum() for o, w in zip(outputs, weights) if o.requires_grad]
+    terms = [(o * w).sum() for o, w in zip(outputs, weights) if o.requires_grad]
     if terms:
         loss = terms[0]
         for term in terms[1:]:
@@ -93,7 +93,7 @@ def gradcheck(
                 flat[j] = original - eps
                 minus = _weighted_sum(_outputs(func(*inputs)), weights)
                 flat[j] = original
-                numerical.reshape(-1)[j] = (plus - minus) / (2 * eps)
+                numerical.flat[j] = (plus - minus) / (2 * eps)
         excess = np.abs(a - numerical) - (atol + rtol * np.abs(numerical))
         if np.any(excess > 0) or not np.all(np.isfinite(a)):
             message = _mismatch_message(getattr(func, "__name__", repr(func)), position, t.shape, a, numerical,
@@ -118,7 +118,7 @@ def _mismatch_message(
     ]
     for flat in order:
         index = tuple(int(k) for k in np.unravel_index(int(flat), shape))
-        if not excess.reshape(-1)[flat] > 0 and np.isfinite(analytic.reshape(-1)[flat]):
+        if not excess.flat[flat] > 0 and np.isfinite(analytic.flat[flat]):
             break
         lines.append(f"    at {index}: analytic {analytic[index]:.6g} vs numerical {numerical[index]:.6g}")
     return "\n".join(lines)

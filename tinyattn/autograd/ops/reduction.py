@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from typing import Iterable
 
 import numpy as np
@@ -74,9 +76,9 @@ class Amax(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (is_max,) = ctx.saved_tensors
-        ties = is_max.sum(axis=ctx.dims, keepdims=True)
+        ties = is_max.sum(axis=ctx.dims, keepdims=True, dtype=grad_output.dtype)
         grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
-        return ((is_max * (grad_output / ties)).astype(grad_output.dtype, copy=False),)
+        return (is_max * (grad_output / ties),)
 
 
 class TakeAlong(Function):
@@ -117,10 +119,14 @@ class Var(Function):
         centered = x - np.mean(x, axis=dims, keepdims=True)
         ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
         ctx.save_for_backward(centered)
-        return np.sum(centered * centered, axis=dims, keepdims=keepdim) / ctx.denom
+        if ctx.denom == 0:  # as torch: a warning, and nan (0 / 0) in the value and the gradient
+            warnings.warn(f"var: degrees of freedom N - correction = {count} - {correction} <= 0", stacklevel=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.sum(centered * centered, axis=dims, keepdims=keepdim) / ctx.denom
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (centered,) = ctx.saved_tensors
         grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
-        return (2 * centered * grad_output / ctx.denom,)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (2 * centered * grad_output / ctx.denom,)
