@@ -118,3 +118,12 @@ def test_split_chunk(rng):
     check(lambda t: t.chunk(2, dim=1)[1] * t.chunk(2, dim=1)[0], x)
     with pytest.raises(ValueError, match="do not sum"):
         x.split([1, 1], dim=1)
+
+
+@pytest.mark.parametrize("shape", [(-2, 3), (2.0, 3), (-1, -1)])
+def test_reshape_refuses_sizes_torch_refuses(shape):
+    x = ta.ones(2, 3)
+    with pytest.raises(ValueError, match=r"reshape: (invalid )?shape"):
+        x.reshape(*shape)
+    with pytest.raises(ValueError, match=r"view: (invalid )?shape"):
+        x.view(shape)

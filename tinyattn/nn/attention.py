@@ -172,8 +172,8 @@ class MultiheadAttention(Module):
             extra_k.append(self.bias_k.expand(B, 1, E))
             extra_v.append(self.bias_v.expand(B, 1, E))
         if self.add_zero_attn:  # one more, all-zero, key and value (zero in every head)
-            extra_k.append(zeros(B, 1, E, dtype=query.dtype))
-            extra_v.append(zeros(B, 1, E, dtype=query.dtype))
+            extra_k.append(zeros(B, 1, E))  # (cat below promotes them to the keys' dtype)
+            extra_v.append(zeros(B, 1, E))
         extra_kv = None
         if extra_k:
             extra_kv = (cat(extra_k, dim=1), cat(extra_v, dim=1))
@@ -239,7 +239,7 @@ class MultiheadAttention(Module):
             m = F.additive_mask(attn_mask, "MultiheadAttention: attn_mask", dtype, true_means="masked")
             heads_first = (B * h, L, S) if batched else (h, L, S)
             if m.shape == (L, S):
-                mask = m.reshape(1, 1, L, S)
+                mask = m  # (L, S): the same for every batch element and head
             elif m.shape == heads_first:
                 mask = m.reshape(B, h, L, S)
             else:
@@ -262,4 +262,4 @@ def _attend_to_new_keys(mask: Tensor | None, count: int) -> Tensor | None:
     """Widen an additive mask ``(..., S)`` by ``count`` columns of 0: every query may attend to the appended keys."""
     if mask is None:
         return None
-    return cat([mask, zeros(*mask.shape[:-1], count, dtype=mask.dtype)], dim=-1)
+    return cat([mask, zeros(*mask.shape[:-1], count)], dim=-1)  # (cat promotes the zeros to the mask's dtype)

@@ -59,7 +59,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return input * np.zeros(input.shape, dtype=input.dtype)
+        return input * 0.0  # zeros that keep the graph (and the dtype)
     keep = default_generator().random(input.shape) >= p
     return input * (keep / (1.0 - p)).astype(input.dtype)
 
@@ -90,7 +90,7 @@ def layer_norm(
 
 def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
     """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``."""
-    idx = np.asarray(input.data if isinstance(input, Tensor) else input)
+    idx = np.asarray(input)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
@@ -111,7 +111,7 @@ def cross_entropy(
 
     Targets equal to ``ignore_index`` contribute nothing; ``mean`` averages over the others.
     """
-    t = np.asarray(target.data if isinstance(target, Tensor) else target)
+    t = np.asarray(target)
     if input.ndim not in (1, 2) or t.shape != input.shape[:-1]:
         raise ValueError(
             f"cross_entropy: expected logits (N, C) with targets (N,) or logits (C,) with a scalar "
@@ -138,7 +138,7 @@ def cross_entropy(
 
 def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
     """``(input - target)^2``, averaged (``mean``), summed (``sum``) or kept (``none``)."""
-    if input.shape != tuple(np.shape(target.data if isinstance(target, Tensor) else target)):
+    if input.shape != np.shape(target):
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape {np.shape(target)} differ")
     sq = (input - target) ** 2
     if reduction == "none":
@@ -219,7 +219,7 @@ def multi_head_attention(
     """
     w_q, w_k, w_v, w_o = weights
     b_q, b_k, b_v, b_o = biases if biases is not None else (None, None, None, None)
-    B, L, E, h = query.shape[0], query.shape[1], w_q.shape[0], num_heads
+    (B, L, _), (E, _), h = query.shape, w_q.shape, num_heads
     d_k = E // h
 
     # 1. Project: Q = X W^Qᵀ + b^Q,  K = X W^Kᵀ + b^K,  V = X W^Vᵀ + b^V

@@ -25,6 +25,8 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
         ctx.shape = x.shape
+        if any(not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < -1 for n in shape):
+            raise ValueError(f"{op}: invalid shape {tuple(shape)} (sizes are ints >= 0, or one -1 to infer)")
         try:
             return x.reshape(shape)
         except (ValueError, TypeError):
