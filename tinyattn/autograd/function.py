@@ -43,7 +43,7 @@ class Context:
 
     saved_tensors: tuple[Any, ...]
 
-    def __init__(self, needs_input_grad: tuple[bool, ...]) -> None:
+    def __init__(self, needs_input_grad: tuple[bool, ...] = ()) -> None:
         self.needs_input_grad = needs_input_grad
         self.saved_tensors = ()
 

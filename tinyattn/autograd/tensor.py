@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .function import Context, Function, LeafNode, Node, normalize_dim
+from .function import Context, Function, LeafNode, Node, normalize_dim, result_type
 from .grad_mode import active_recorder, is_grad_enabled
 from .ops.elementwise import (
     Abs,
@@ -208,22 +208,32 @@ class Tensor:
 
     def masked_fill_(self, mask: Tensor | np.ndarray, value: Scalar) -> Tensor:
         """``value`` where ``mask`` is True, in place."""
-        result = MaskedFill.forward(Context((False,)), self.data, _unwrap(mask), value=value)
+        result = MaskedFill.forward(Context(), self.data, _unwrap(mask), value=value)
         self._in_place("masked_fill_")
         self.data[...] = result
         return self
 
     def add_(self, other: Tensor | Scalar, alpha: Scalar = 1) -> Tensor:
         """``self += alpha * other``, in place (the result keeps this tensor's dtype, as torch)."""
-        self._in_place("add_")
-        self.data += np.asarray(alpha * _unwrap(other)).astype(self.dtype, copy=False)
+        value = self._in_place_operand("add_", _unwrap(other) if alpha == 1 else alpha * _unwrap(other))
+        self.data += value
         return self
 
     def mul_(self, other: Tensor | Scalar) -> Tensor:
         """``self *= other``, in place."""
-        self._in_place("mul_")
-        self.data *= np.asarray(_unwrap(other)).astype(self.dtype, copy=False)
+        value = self._in_place_operand("mul_", _unwrap(other))
+        self.data *= value
         return self
+
+    def _in_place_operand(self, op: str, value: Any) -> Any:
+        """``value`` if the result can stay in this tensor's dtype; a float into an int tensor is refused (torch)."""
+        if not np.can_cast(result_type(self.data, value), self.dtype, casting="same_kind"):
+            raise RuntimeError(
+                f"{op}: result type {result_type(self.data, value)} can't be cast to the desired output type "
+                f"{self.dtype}"
+            )
+        self._in_place(op)
+        return value
 
     def copy_(self, src: Tensor | np.ndarray) -> Tensor:
         """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
@@ -380,9 +390,6 @@ class Tensor:
     def __matmul__(self, other: Tensor) -> Tensor:
         return MatMul.apply(self, other)
 
-    def __rmatmul__(self, other: Tensor) -> Tensor:
-        return MatMul.apply(other, self)
-
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product ``self @ other`` (1-D, 2-D and batched, batch dims broadcast)."""
         return MatMul.apply(self, other)
@@ -447,6 +454,8 @@ class Tensor:
 
     def to(self, dtype: Any) -> Tensor:
         """A copy cast to ``dtype``: differentiable to a float dtype; to int or bool it leaves the graph (as torch)."""
+        if dtype is None:  # as torch: nothing to change
+            return self
         dtype = np.dtype(dtype)
         if dtype.kind != "f":
             return Tensor._make(self.data.astype(dtype))
@@ -481,7 +490,7 @@ class Tensor:
     def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
         """The largest element; with ``dim``, ``(values, indices)`` along it (the gradient goes to the index)."""
         if dim is None:
-            return Amax.apply(self, dim=None, keepdim=False)
+            return self.amax()
         return self._extreme("max", np.argmax, dim, keepdim)
 
     def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
@@ -496,7 +505,7 @@ class Tensor:
         d = normalize_dim(op, dim, self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{op}: cannot take the {op} of an empty dim {dim} of shape {self.shape}")
-        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.zeros((), dtype=np.int64)
+        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.array(0)
         values = TakeAlong.apply(self, index=index, dim=d)
         if not keepdim and self.ndim:
             values, index = values.squeeze(d), np.squeeze(index, d)
@@ -540,7 +549,7 @@ class Tensor:
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one."""
-        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim), op="flatten")
+        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim))
 
     def contiguous(self) -> Tensor:
         """No-op (tinyattn has no strides to fix); here so torch code runs unchanged."""
@@ -589,18 +598,14 @@ class Tensor:
             if split_size_or_sections <= 0:
                 raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
             step = int(split_size_or_sections)
-            sizes = [min(step, length - s) for s in range(0, length, step)] or [0]  # an empty dim: one empty piece
+            bounds = [(s, s + step) for s in range(0, length, step)] or [(0, 0)]  # an empty dim: one empty piece
         else:
-            sizes = list(split_size_or_sections)
-            if sum(sizes) != length:
-                raise ValueError(
-                    f"split: sizes {tuple(sizes)} do not sum to {length}, the length of dim {dim} of {self.shape}"
-                )
-        pieces, start = [], 0
-        for size in sizes:
-            pieces.append(self[(slice(None),) * d + (slice(start, start + size),)])
-            start += size
-        return tuple(pieces)
+            ends = np.cumsum(list(split_size_or_sections), dtype=np.int64).tolist()
+            if (ends[-1] if ends else 0) != length:
+                raise ValueError(f"split: sizes {tuple(split_size_or_sections)} do not sum to {length}, "
+                                 f"the length of dim {dim} of {self.shape}")
+            bounds = list(zip([0, *ends[:-1]], ends))
+        return tuple(self[(slice(None),) * d + (slice(start, end),)] for start, end in bounds)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         """``chunks`` pieces of size ``ceil(length / chunks)`` along ``dim`` (the last may be smaller)."""

@@ -120,7 +120,9 @@ class Module:
         return self.train(False)
 
     def to(self, dtype: Any) -> Module:
-        """Cast every parameter (and gradient) to ``dtype``, in place."""
+        """Cast every parameter (and gradient) to ``dtype``, in place (``None``: nothing to change, as torch)."""
+        if dtype is None:
+            return self
         dtype = np.dtype(dtype)
         for p in self.parameters():
             p.data = p.data.astype(dtype)
