@@ -28,7 +28,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from typing import Any, Callable, ClassVar, Iterable
 
 import numpy as np
 
@@ -309,7 +309,3 @@ def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple
         raise ValueError(f"{op}: dim {tuple(dims)} repeats an axis")
     return out if ndim else ()
 
-
-def shape_str(shape: Sequence[int]) -> str:
-    """Format a shape as a Python tuple, e.g. ``(3, 4)`` or ``(5,)``."""
-    return str(tuple(int(n) for n in shape))

@@ -336,7 +336,7 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, None]:
         (mask,) = ctx.saved_tensors
-        return np.where(mask, 0, grad_output).astype(grad_output.dtype, copy=False), None
+        return np.where(mask, 0.0, grad_output), None  # (a Python 0.0 keeps grad_output's dtype)
 
 
 class Where(Function):
@@ -356,9 +356,8 @@ class Where(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any, Any]:
         (cond,) = ctx.saved_tensors
-        zero = np.zeros((), dtype=grad_output.dtype)
-        da = unbroadcast(np.where(cond, grad_output, zero), *ctx.a_meta) if ctx.needs_input_grad[1] else None
-        db = unbroadcast(np.where(cond, zero, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
+        da = unbroadcast(np.where(cond, grad_output, 0.0), *ctx.a_meta) if ctx.needs_input_grad[1] else None
+        db = unbroadcast(np.where(cond, 0.0, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
 
 

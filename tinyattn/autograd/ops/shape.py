@@ -129,12 +129,12 @@ class Expand(Function):
         target = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
         if not broadcasts_to(x.shape, target):
             raise ValueError(f"expand: cannot expand shape {x.shape} to {tuple(sizes)}")
-        ctx.shape, ctx.dtype = x.shape, x.dtype
+        ctx.shape = x.shape
         return np.broadcast_to(x, target)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        return (unbroadcast(grad_output, ctx.shape, ctx.dtype),)
+        return (unbroadcast(grad_output, ctx.shape),)
 
 
 def _is_basic(index: Any) -> bool:
@@ -199,7 +199,7 @@ class Cat(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
         pieces = np.split(grad_output, ctx.bounds, axis=ctx.dim)
-        return tuple(p.astype(dtype, copy=False) for p, dtype in zip(pieces, ctx.dtypes))
+        return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
 
 
 class Stack(Function):
@@ -223,4 +223,4 @@ class Stack(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
         pieces = np.moveaxis(grad_output, ctx.dim, 0)
-        return tuple(p.astype(dtype, copy=False) for p, dtype in zip(pieces, ctx.dtypes))
+        return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))

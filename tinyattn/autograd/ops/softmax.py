@@ -71,12 +71,10 @@ class LogSoftmax(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         d = _softmax_dim("log_softmax", x, dim)
         if x.size == 0 or x.ndim == 0:  # empty; or 0-d, whose log-softmax is log 1 = 0
-            y = x.copy() if x.size == 0 else np.zeros_like(x)
-            ctx.dim = d
-            ctx.save_for_backward(y)
-            return y
-        shifted = x - np.max(x, axis=d, keepdims=True)
-        y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+            y = np.zeros_like(x)
+        else:
+            shifted = x - np.max(x, axis=d, keepdims=True)
+            y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
