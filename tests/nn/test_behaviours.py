@@ -209,3 +209,18 @@ def test_layers_dtypes_and_options(rng):
     assert loss.data[1] == 0
     x, y = leaf(rng, 2, 2), ta.tensor(rng.standard_normal((2, 2)))
     np.testing.assert_allclose(nn.MSELoss(reduction="none")(x, y).data, (x.data - y.data) ** 2)
+
+
+def test_linear_init_bounds_at_one_and_zero_inputs():
+    ta.manual_seed(0)
+    one = nn.Linear(1, 64)  # bound 1 / sqrt(1) = 1: uniform in [-1, 1], not all zero
+    assert 0.5 < np.abs(one.weight.data).max() <= 1.0 and 0.5 < np.abs(one.bias.data).max() <= 1.0
+    empty = nn.Linear(0, 3)  # no inputs: torch's bound is 0, so the bias starts at 0
+    assert empty.weight.shape == (3, 0) and not empty.bias.data.any()
+
+
+def test_linear_names_the_dtypes_it_got():
+    with pytest.raises(RuntimeError, match="share one dtype, got float32, float64, float64"):
+        F.linear(ta.ones(2, 3), ta.ones(4, 3, dtype=ta.float64), ta.ones(4, dtype=ta.float64))
+    with pytest.raises(RuntimeError, match="share one dtype, got float64, float32$"):
+        F.linear(ta.ones(2, 3, dtype=ta.float64), ta.ones(4, 3))

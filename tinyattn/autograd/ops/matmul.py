@@ -56,7 +56,7 @@ class MatMul(Function):
         # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
             da = grad_output2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
-            da = unbroadcast(da, a2.shape, a.dtype).reshape(a.shape)
+            da = unbroadcast(da, a2.shape).reshape(a.shape)
         if ctx.needs_input_grad[1]:
             if b2.ndim == 2 and a2.ndim > 2:
                 # B is shared by the whole batch: sum over the batch inside one matmul,
@@ -65,7 +65,7 @@ class MatMul(Function):
                 db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m)  # (k, m)
             else:
                 db = np.swapaxes(a2, -1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)
-            db = unbroadcast(db, b2.shape, b.dtype).reshape(b.shape)
+            db = unbroadcast(db, b2.shape).reshape(b.shape)
         # END TASK
         return da, db
 
@@ -95,7 +95,7 @@ class LinearFn(Function):
         if b is not None and b.shape != (w.shape[0],):
             raise ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
         if x.dtype != w.dtype or (b is not None and b.dtype != w.dtype):
-            dtypes = (x.dtype, w.dtype) + ((b.dtype,) if b is not None else ())
+            dtypes = ", ".join(str(a.dtype) for a in (x, w, b) if a is not None)
             raise RuntimeError(f"linear: input, weight and bias must share one dtype, got {dtypes}")
         ctx.save_for_backward(x, w)
         # BEGIN TASK linear_forward
