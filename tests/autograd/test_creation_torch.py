@@ -67,3 +67,13 @@ def test_sizes_and_steps_torch_refuses_are_refused():
     with pytest.raises(ValueError, match="arange: step must be nonzero"):
         ta.arange(0, 3, 0)
     assert ta.arange(5, 2, -1).tolist() == torch.arange(5, 2, -1).tolist()
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "randn", "rand"])
+def test_each_creation_function_names_itself(name):
+    with pytest.raises(TypeError, match=f"^{name}: the size is missing"):
+        getattr(ta, name)()
+    with pytest.raises(TypeError, match=rf"^{name}: size must be ints, got \(2, 'a'\)"):
+        getattr(ta, name)(2, "a")
+    with pytest.raises(ValueError, match=rf"^{name}: negative size in \(-1,\)"):
+        getattr(ta, name)(-1)

@@ -89,3 +89,17 @@ def test_amax_of_an_empty_dim_is_refused_and_of_a_full_one_is_empty(shape, dim):
             ta.zeros(*shape).amax(dim=dim)
         return
     assert ta.zeros(*shape).amax(dim=dim).shape == tuple(expected)
+
+
+def test_var_without_degrees_of_freedom_raises_no_numpy_warning():
+    x = ta.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ours, as torch's
+        warnings.simplefilter("error", RuntimeWarning)  # NumPy's x / 0 would be one
+        v = x.var(dim=0, correction=2)  # (1 - 1.5)^2 + (2 - 1.5)^2 over 0: inf
+        v.backward()
+        t = torch.tensor([1.0, 2.0], requires_grad=True)
+        tv = t.var(dim=0, correction=2)
+        tv.backward()
+    assert v.item() == tv.item() == np.inf
+    np.testing.assert_array_equal(x.grad, t.grad.numpy())

@@ -122,3 +122,11 @@ def test_split_and_chunk_refuse_sizes_below_one():
 def test_every_dim_argument_is_checked_and_named(call, op):
     with pytest.raises(IndexError, match=rf"^{op}: dim 5 is out of range for a tensor with 2 dimensions"):
         call(ta.ones(2, 3))
+
+
+@pytest.mark.parametrize("alpha", [1, 2, -0.5])
+def test_add_with_alpha_matches_torch(alpha):
+    ours, theirs = ta.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
+    ours.add_(ta.tensor([4.0, 8.0]), alpha=alpha)
+    theirs.add_(torch.tensor([4.0, 8.0]), alpha=alpha)
+    np.testing.assert_array_equal(ours.data, theirs.numpy())

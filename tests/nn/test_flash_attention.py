@@ -197,3 +197,24 @@ def test_sdpa_argument_errors(rng):
         F.scaled_dot_product_attention(q, q, leaf(rng, 2, 5, 4))
     with pytest.raises(ValueError, match="at least 2 dims"):
         F.scaled_dot_product_attention(leaf(rng, 4), q, q)
+
+
+@pytest.mark.parametrize("q_heads, kv_heads", [(2, 2), (4, 2)])
+def test_dropout_gradients_for_unbatched_and_grouped_heads(rng, q_heads, kv_heads):
+    """(h, n, d) inputs, without and with GQA: the keep-masks of backward must be forward's, transposed right."""
+    q, k, v = leaf(rng, q_heads, L, D), leaf(rng, kv_heads, S, D), leaf(rng, kv_heads, S, 4)
+
+    def with_dropout(q, k, v):
+        ta.manual_seed(7)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, enable_gqa=q_heads != kv_heads, block_size=4)
+
+    check(with_dropout, q, k, v)
+
+
+def test_a_float32_mask_gets_a_float32_gradient(rng):
+    q = ta.tensor(rng.standard_normal((B, H, L, D)).astype(np.float32))
+    mask = ta.tensor(rng.standard_normal((L, S)).astype(np.float32), requires_grad=True)
+    kv = ta.tensor(rng.standard_normal((B, H, S, D)).astype(np.float32))
+    F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask, block_size=4).backward(
+        np.ones((B, H, L, D), dtype=np.float32))
+    assert mask.grad.dtype == np.float32 and mask.grad.shape == (L, S)

@@ -307,9 +307,7 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self.numpy()  # refused while the tensor requires grad: np.asarray(t) would drop the graph
-        if dtype is not None and dtype != data.dtype:
-            return data.astype(dtype)
-        return data.copy() if copy else data
+        return data.copy() if copy else data  # (NumPy casts it to ``dtype`` itself)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NumPy ufuncs on tensors: ``np.exp(t)`` is ``t.exp()`` (differentiable), ``x + t`` is ``Add``.
@@ -505,7 +503,7 @@ class Tensor:
         d = normalize_dim(op, dim, self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{op}: cannot take the {op} of an empty dim {dim} of shape {self.shape}")
-        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.array(0)
+        index = np.expand_dims(arg(self.data, axis=d), d)  # (a 0-d tensor's: shape (1,), as take_along wants)
         values = TakeAlong.apply(self, index=index, dim=d)
         if not keepdim and self.ndim:
             values, index = values.squeeze(d), np.squeeze(index, d)

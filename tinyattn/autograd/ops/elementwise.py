@@ -361,7 +361,7 @@ class Where(Function):
         return None, da, db
 
 
-_erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is exact to double precision
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact to double precision
 
 
 class GELUFn(Function):
@@ -376,7 +376,7 @@ class GELUFn(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
         if approximate == "none":
-            cdf = (0.5 * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))).astype(x.dtype)
+            cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)))).astype(x.dtype)
             dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
         elif approximate == "tanh":
             c = math.sqrt(2 / math.pi)

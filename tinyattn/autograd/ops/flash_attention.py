@@ -133,7 +133,7 @@ class FlashAttention(Function):
         dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
-            dmask = np.zeros(np.broadcast_shapes(mask.shape, q_s.shape[:-1] + (S,)), q_s.dtype)
+            dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
         for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
             q_r, do_r = q_s[..., rows, :], d_out[..., rows, :]
             if p_kept is not None:
@@ -199,11 +199,13 @@ def _blocks(L: int, S: int, block_size: int, is_causal: bool) -> list[tuple[int,
 def _scores(
     q_r: np.ndarray, k_j: np.ndarray, mask: np.ndarray | None, rows: slice, j0: int, j1: int, is_causal: bool
 ) -> np.ndarray:
-    """``S_j = (Q_r · scale) (K_j)ᵀ + M[rows, j0:j1]``, with the causal mask of this block only."""
+    """``S_j = (Q_r · scale) (K_j)ᵀ + M[:, j0:j1]``, with the causal mask of this block only.
+
+    A mask never comes with ``is_causal`` (SDPA refuses both), so with a mask ``rows`` are all rows.
+    """
     s = q_r @ np.swapaxes(k_j, -1, -2)  # (..., L_r, d) @ (..., d, B_c)
-    if mask is not None:  # (its L or S dim may be 1, broadcast)
-        cols = slice(j0, j1) if mask.shape[-1] > 1 else slice(None)
-        s += mask[..., rows if mask.shape[-2] > 1 else slice(None), cols]
+    if mask is not None:  # (..., L|1, S|1): a dim of 1 broadcasts
+        s += mask[..., j0:j1] if mask.shape[-1] > 1 else mask
     if is_causal:
         i = np.arange(rows.start, rows.stop)[:, None]
         s[..., i < np.arange(j0, j1)[None, :]] = -np.inf  # key j after query i
