@@ -119,7 +119,8 @@ class Var(Function):
         ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
         ctx.save_for_backward(centered)
         if ctx.denom == 0:  # as torch: a warning, and nan (0 / 0) in the value and the gradient
-            warnings.warn(f"var: degrees of freedom N - correction = {count} - {correction} <= 0")
+            # (no stacklevel: how many frames lie between the user and this op depends on var/std/apply)
+            warnings.warn(f"var: degrees of freedom N - correction = {count} - {correction} <= 0")  # noqa: B028
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.sum(centered * centered, axis=dims, keepdims=keepdim) / ctx.denom
 
