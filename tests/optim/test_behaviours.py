@@ -72,3 +72,9 @@ def test_every_step_counts_as_an_in_place_change(make):
     opt.step()
     with pytest.raises(RuntimeError, match="modified by an inplace operation.* at version 2; expected version 1"):
         loss.backward()  # one version per step, as torch's SGD and Adam count
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_argument_errors_name_the_optimizer(name):
+    with pytest.raises(ValueError, match=f"^{name}: invalid learning rate: -1"):
+        getattr(optim, name)([nn.Parameter(np.ones(2))], lr=-1)

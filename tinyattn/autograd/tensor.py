@@ -451,8 +451,11 @@ class Tensor:
         return MaskedFill.apply(self, mask, value=value)
 
     def to(self, dtype: Any) -> Tensor:
-        """A copy cast to ``dtype``: differentiable to a float dtype; to int or bool it leaves the graph (as torch)."""
-        if dtype is None:  # as torch: nothing to change
+        """A copy cast to ``dtype`` (differentiable to a float dtype; to int or bool it leaves the graph).
+
+        As torch, the tensor itself when nothing would change (``dtype`` None or its own).
+        """
+        if dtype is None or np.dtype(dtype) == self.dtype:
             return self
         dtype = np.dtype(dtype)
         if dtype.kind != "f":

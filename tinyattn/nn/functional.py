@@ -125,8 +125,8 @@ def cross_entropy(
     if bad.size:
         raise ValueError(f"cross_entropy: target {int(bad[0])} is out of range for {num_classes} classes")
     logp = input.log_softmax(dim=-1).reshape(-1, num_classes)  # (N, C)
-    picked = logp[np.arange(logp.shape[0]), np.where(valid, t, 0).reshape(-1)]  # (N,)
-    losses = -where(valid.reshape(-1), picked, 0.0)  # an ignored row counts 0, even if its logits hold -inf
+    picked = logp[np.arange(logp.shape[0]), np.atleast_1d(np.where(valid, t, 0))]  # (N,)
+    losses = -where(np.atleast_1d(valid), picked, 0.0)  # an ignored row counts 0, even if its logits hold -inf
     if reduction == "none":
         return losses.reshape(t.shape)
     if reduction == "sum":
@@ -161,12 +161,14 @@ def additive_mask(mask: Any, name: str, dtype: Any, true_means: str) -> Tensor:
     ``true_means`` says what a bool ``True`` means: ``"masked"`` (MultiheadAttention)
     or ``"attend"`` (scaled_dot_product_attention). Float masks pass through.
     """
-    m = mask if isinstance(mask, Tensor) else tensor(np.asarray(mask), dtype=None)
+    if true_means not in ("masked", "attend"):
+        raise ValueError(f"additive_mask: true_means must be 'masked' or 'attend', got {true_means!r}")
+    m = mask if isinstance(mask, Tensor) else tensor(np.asarray(mask))  # (a float64 NumPy mask stays float64)
     if m.dtype == np.bool_:
         blocked = m.data if true_means == "masked" else ~m.data
         return Tensor._make(np.where(blocked, -np.inf, 0.0).astype(dtype))
     if m.dtype.kind == "f":  # added to the scores: in their dtype (a float64 NumPy mask on a float32 model)
-        return m if m.dtype == np.dtype(dtype) else m.to(dtype)
+        return m.to(dtype)
     raise TypeError(f"{name}: only bool and floating-point masks are supported, got dtype {m.dtype}")
 
 
