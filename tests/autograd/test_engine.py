@@ -151,3 +151,16 @@ def test_intermediate_values_are_not_kept_alive_by_the_graph():
     assert ref() is None
     y.backward(np.ones(3))
     np.testing.assert_allclose(x.grad, 2 * np.exp(2.0))
+
+
+def test_autograd_backward_frees_the_graph_by_default_and_takes_one_output():
+    x = ta.tensor([1.0, 2.0], dtype=ta.float64, requires_grad=True)
+    y = (x * x).sum()
+    ta.autograd.backward([y])  # torch's spelling: a sequence of outputs
+    np.testing.assert_array_equal(x.grad, [2.0, 4.0])
+    with pytest.raises(RuntimeError, match="second time"):
+        ta.autograd.backward(y)  # retain_graph is False by default
+    with pytest.raises(TypeError, match="^backward: expects one output Tensor, got list"):
+        ta.autograd.backward([y, y])
+    with pytest.raises(TypeError, match="^grad: expects one output Tensor, got int"):
+        ta.autograd.grad(3, [x])

@@ -69,8 +69,10 @@ def test_max_min_std_arguments_like_torch(rng):
     np.testing.assert_allclose(ours.amin(dim=1, keepdim=True).data, theirs.amin(dim=1, keepdim=True).numpy())
     np.testing.assert_allclose(ours.std(unbiased=False).item(), theirs.std(unbiased=False).item())
     np.testing.assert_allclose(ours.std(1, False, True).data, theirs.std(1, False, True).numpy())
-    with pytest.raises(TypeError, match="min: dim must be an int, got tuple"):
+    with pytest.raises(TypeError, match=r"min: dim must be an int, got tuple \(for two tensors use ta.where\)"):
         ours.min(dim=(0, 1))
+    with pytest.raises(TypeError, match=r"max: dim must be an int, got Tensor \(for two tensors use ta.where\)"):
+        ours.max(ours)  # torch's elementwise max(a, b) is ta.where(a > b, a, b) here
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -11,6 +11,7 @@ of this file is what ``Function.apply`` runs: unwrap, forward, wrap, record.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Any, NamedTuple, Sequence
 
@@ -599,12 +600,13 @@ class Tensor:
             if split_size_or_sections <= 0:
                 raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
             step = int(split_size_or_sections)
-            bounds = [(s, s + step) for s in range(0, length, step)] or [(0, 0)]  # an empty dim: one empty piece
+            bounds = [(s, s + step) for s in range(0, max(length, 1), step)]  # an empty dim: one empty piece
         else:
-            ends = np.cumsum(list(split_size_or_sections), dtype=np.int64).tolist()
-            if (ends[-1] if ends else 0) != length:
-                raise ValueError(f"split: sizes {tuple(split_size_or_sections)} do not sum to {length}, "
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != length:
+                raise ValueError(f"split: sizes {tuple(sizes)} do not sum to {length}, "
                                  f"the length of dim {dim} of {self.shape}")
+            ends = list(itertools.accumulate(sizes))
             bounds = list(zip([0, *ends[:-1]], ends))
         return tuple(self[(slice(None),) * d + (slice(start, end),)] for start, end in bounds)
 
