@@ -132,3 +132,37 @@ def test_add_with_alpha_matches_torch(alpha):
     ours.add_(ta.tensor([4.0, 8.0]), alpha=alpha)
     theirs.add_(torch.tensor([4.0, 8.0]), alpha=alpha)
     np.testing.assert_array_equal(ours.data, theirs.numpy())
+
+
+def test_promotion_of_bool_unsigned_and_0d_operands_matches_torch():
+    cases = [
+        (lambda lib: lib.tensor([True, False]) + 1),
+        (lambda lib: lib.tensor(np.array([1, 2], dtype=np.uint8)) * 1.5),
+        (lambda lib: lib.tensor(np.array([1, 2], dtype=np.uint8)) + 3),
+        (lambda lib: lib.ones(3) + lib.tensor(np.float64(2.0))),  # a 0-d float64 does not promote float32
+        (lambda lib: lib.tensor(np.float64(2.0)) * lib.tensor(np.array([1, 2]))),  # 0-d float with int dims
+    ]
+    for case in cases:
+        ours, theirs = case(ta), case(torch)
+        assert str(theirs.dtype) == f"torch.{ours.dtype}"
+        np.testing.assert_array_equal(ours.data, theirs.numpy())
+
+
+def test_matmul_refuses_what_torch_refuses():
+    for a, b in [((), (2,)), ((2,), ())]:
+        with pytest.raises(ValueError, match="matmul: both operands need at least 1 dim"):
+            ta.ones(a) @ ta.ones(b)
+    with pytest.raises(ValueError, match=r"matmul: shapes \(2, 3\) and \(4,\) are not aligned \(3 != 4\)"):
+        ta.ones(2, 3) @ ta.ones(4)
+    with pytest.raises(ValueError, match=r"matmul: shapes \(2, 3\) and \(5, 4, 6\) are not aligned \(3 != 4\)"):
+        ta.ones(2, 3) @ ta.ones(5, 4, 6)
+    assert (ta.ones(2, 3) @ ta.ones(5, 3, 6)).shape == (5, 2, 6)
+    with pytest.raises(ValueError, match=r"^matmul \(batch dims\): shapes \(2,\) and \(3,\) cannot be broadcast"):
+        ta.ones(2, 4, 3) @ ta.ones(3, 3, 5)
+
+
+def test_softmax_of_a_0d_tensor():
+    assert ta.tensor(3.0).softmax(0).item() == 1.0 == torch.tensor(3.0).softmax(0).item()
+    assert ta.tensor(-np.inf).softmax(0).item() == 0.0  # masked: as a fully masked row, 0 (torch: nan)
+    with pytest.raises(IndexError, match=r"softmax: dim -2 is out of range for a tensor with 1 dimensions"):
+        ta.ones(3).softmax(-2)

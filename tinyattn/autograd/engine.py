@@ -52,13 +52,13 @@ def topological_order(root: Node) -> list[Node]:
         visited.add(id(node))
         stack.append((node, True))
         for edge in node.edges:
-            if edge is not None and id(edge) not in visited:
+            if edge is not None:  # (one already visited is skipped when popped)
                 stack.append((edge, False))
     order.reverse()  # output first
     return order
 
 
-def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool = False) -> Iterator[tuple[Node, np.ndarray]]:
+def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool) -> Iterator[tuple[Node, np.ndarray]]:
     """Yield every node behind ``root`` with its complete output gradient, then run its backward."""
     grads: dict[Node, np.ndarray] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     for node in topological_order(root):

@@ -156,8 +156,7 @@ class Node:
     def _checked(self, position: int, grad: Any) -> np.ndarray:
         """The engine's guard: each gradient must match its input's shape and dtype."""
         shape, dtype = self.input_meta[position]
-        if not isinstance(grad, np.ndarray):
-            grad = np.asarray(grad)
+        grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
         if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(
                 f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "

@@ -35,7 +35,7 @@ class Softmax(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
         d = _softmax_dim("softmax", x, dim)
         if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
-            y = x.copy() if x.size == 0 else np.where(np.isneginf(x), 0, 1).astype(x.dtype)
+            y = np.where(np.isneginf(x), 0, 1).astype(x.dtype)  # (0 if masked, as a fully masked row)
             ctx.dim = d
             ctx.save_for_backward(y)
             return y

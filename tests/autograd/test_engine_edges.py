@@ -1,0 +1,70 @@
+"""The engine at its edges: a backward that returns None for an input that needs a gradient, or a Python
+number; root gradients as numbers, lists or another dtype; one-element output sequences, as torch takes."""
+
+import numpy as np
+
+import tinyattn as ta
+from tinyattn.autograd import Function, grad
+
+
+class FirstOnly(Function):
+    """``out = a * b``, but backward passes a gradient to ``a`` only (None for ``b``)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (b,) = ctx.saved_tensors
+        return grad_output * b, None
+
+
+class Halve(Function):
+    """``out = x / 2`` for a 0-d ``x``; backward returns a Python float."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x / 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return float(grad_output) / 2
+
+
+def test_a_branch_without_gradient_does_not_stop_the_others():
+    a = ta.tensor([1.0, 2.0], dtype=ta.float64, requires_grad=True)
+    b = ta.tensor([3.0, 4.0], dtype=ta.float64, requires_grad=True)
+    c = ta.tensor([5.0, 6.0], dtype=ta.float64, requires_grad=True)
+    # b's branch gets no gradient from FirstOnly; it reaches b (and c) only through the second term
+    out = FirstOnly.apply(a, b * 1.0).sum() + (b * c).sum()
+    out.backward()
+    np.testing.assert_array_equal(a.grad, [3.0, 4.0])
+    np.testing.assert_array_equal(b.grad, [5.0, 6.0])  # from b * c only
+    np.testing.assert_array_equal(c.grad, [3.0, 4.0])
+    d = ta.tensor([1.0, 1.0], dtype=ta.float64, requires_grad=True)
+    FirstOnly.apply(a * 1.0, d * 2.0).sum().backward()  # d's whole branch gets nothing
+    assert d.grad is None
+
+
+def test_a_backward_may_return_a_python_number_and_root_gradients_may_be_numbers_or_lists():
+    x = ta.tensor(4.0, dtype=ta.float64, requires_grad=True)
+    Halve.apply(x).backward(3.0)  # a number as the root gradient of a 0-d output
+    assert x.grad == 1.5
+    v = ta.tensor([1.0, 2.0], requires_grad=True)
+    (v * 2.0).backward([1.0, -1.0])
+    np.testing.assert_array_equal(v.grad, [2.0, -2.0])
+    w = ta.tensor([1.0, 2.0], requires_grad=True)  # float32
+    (w * 2.0).backward(np.array([1.0, 1.0], dtype=np.float64))
+    assert w.grad.dtype == np.float32  # the root gradient takes the output's dtype, as in torch
+
+
+def test_grad_takes_one_element_sequences_as_torch():
+    x = ta.tensor([1.0, 2.0, 3.0], dtype=ta.float64, requires_grad=True)
+    y = x * x
+    g = np.array([1.0, 0.5, -1.0])
+    (dx,) = grad([y], [x], [g], retain_graph=True)
+    np.testing.assert_array_equal(dx, 2 * x.data * g)
+    (dx2,) = grad((y,), x, (g,))
+    np.testing.assert_array_equal(dx2, dx)
