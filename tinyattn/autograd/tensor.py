@@ -561,7 +561,7 @@ class Tensor:
         """Swap two dims (of a 0-d tensor, dims 0 and -1 are the same one: nothing moves)."""
         if self.ndim == 0:
             normalize_dim("transpose", dim0, 0), normalize_dim("transpose", dim1, 0)
-            return Reshape.apply(self, shape=(), op="transpose")
+            return Reshape.apply(self, shape=())
         return Transpose.apply(self, dim0=dim0, dim1=dim1)
 
     def permute(self, *dims: int | Sequence[int]) -> Tensor:
