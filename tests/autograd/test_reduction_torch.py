@@ -103,3 +103,13 @@ def test_var_without_degrees_of_freedom_raises_no_numpy_warning():
         tv.backward()
     assert v.item() == tv.item() == np.inf
     np.testing.assert_array_equal(x.grad, t.grad.numpy())
+
+
+def test_var_of_one_element_is_nan_without_numpy_warnings():
+    x = ta.tensor([1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", RuntimeWarning)  # NumPy's 0 / 0 ("invalid value") would be one
+        v = x.var()
+        v.backward()
+    assert np.isnan(v.item()) and np.isnan(x.grad[0])
