@@ -64,8 +64,12 @@ def test_max_min_std_arguments_like_torch(rng):
             tv, ti = getattr(theirs, name)(dim=1, keepdim=keepdim)
             assert v.shape == tuple(tv.shape) and i.shape == tuple(ti.shape) and i.dtype == np.int64
             np.testing.assert_array_equal(i.data, ti.numpy())
-        v, i = getattr(ta.tensor(4.0), name)(dim=0)
-        assert v.item() == 4.0 and i.item() == 0 and i.dtype == np.int64
+        for keepdim in (False, True):  # a 0-d tensor: 0-d values and indices, as torch
+            v, i = getattr(ta.tensor(4.0, requires_grad=True), name)(dim=0, keepdim=keepdim)
+            tv, ti = getattr(torch.tensor(4.0), name)(dim=0, keepdim=keepdim)
+            assert v.shape == tuple(tv.shape) == () and i.shape == tuple(ti.shape) == ()
+            assert v.item() == 4.0 and i.item() == 0 and i.dtype == np.int64
+            v.backward()
     np.testing.assert_allclose(ours.amin(dim=1, keepdim=True).data, theirs.amin(dim=1, keepdim=True).numpy())
     np.testing.assert_allclose(ours.std(unbiased=False).item(), theirs.std(unbiased=False).item())
     np.testing.assert_allclose(ours.std(1, False, True).data, theirs.std(1, False, True).numpy())

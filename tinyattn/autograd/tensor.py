@@ -507,7 +507,7 @@ class Tensor:
         d = normalize_dim(op, dim, self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{op}: cannot take the {op} of an empty dim {dim} of shape {self.shape}")
-        index = np.expand_dims(arg(self.data, axis=d), d)  # (a 0-d tensor's: shape (1,), as take_along wants)
+        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.array(0)  # (0-d: the one element)
         values = TakeAlong.apply(self, index=index, dim=d)
         if not keepdim and self.ndim:
             values, index = values.squeeze(d), np.squeeze(index, d)
