@@ -111,3 +111,13 @@ def test_cross_entropy_with_one_class_and_an_ignored_row():
     logits = ta.tensor(np.zeros((2, 1)), requires_grad=True)
     loss = F.cross_entropy(logits, np.array([0, -100]), reduction="none")
     np.testing.assert_array_equal(loss.data, [0.0, 0.0])  # log softmax of one class is 0
+
+
+def test_float_ids_or_targets_that_require_grad_get_the_dtype_message():
+    """Passing embeddings where ids belong (a common slip) names the dtype, not NumPy's conversion."""
+    weight = ta.ones(4, 2)
+    floats = ta.ones(3, requires_grad=True)
+    with pytest.raises(TypeError, match="embedding: indices must be integers, got dtype float32"):
+        F.embedding(floats, weight)
+    with pytest.raises(TypeError, match="cross_entropy: targets must be integer class indices, got dtype float32"):
+        F.cross_entropy(ta.ones(3, 4), floats)

@@ -90,7 +90,7 @@ def layer_norm(
 
 def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
     """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``."""
-    idx = np.asarray(input)
+    idx = np.asarray(input.data if isinstance(input, Tensor) else input)  # (a float tensor may require grad)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
@@ -111,7 +111,7 @@ def cross_entropy(
 
     Targets equal to ``ignore_index`` contribute nothing; ``mean`` averages over the others.
     """
-    t = np.asarray(target)
+    t = np.asarray(target.data if isinstance(target, Tensor) else target)  # (a float tensor may require grad)
     if input.ndim not in (1, 2) or t.shape != input.shape[:-1]:
         raise ValueError(
             f"cross_entropy: expected logits (N, C) with targets (N,) or logits (C,) with a scalar "
