@@ -121,3 +121,10 @@ def test_float_ids_or_targets_that_require_grad_get_the_dtype_message():
         F.embedding(floats, weight)
     with pytest.raises(TypeError, match="cross_entropy: targets must be integer class indices, got dtype float32"):
         F.cross_entropy(ta.ones(3, 4), floats)
+
+
+def test_ids_and_targets_may_be_plain_lists():
+    weight = ta.tensor(np.arange(8.0).reshape(4, 2))
+    assert F.embedding([3, 0], weight).tolist() == [[6.0, 7.0], [0.0, 1.0]]
+    logits = ta.tensor(np.log(np.array([[0.25, 0.75], [0.5, 0.5]])))
+    np.testing.assert_allclose(F.cross_entropy(logits, [1, 0], reduction="none").data, [-np.log(0.75), np.log(2)])
