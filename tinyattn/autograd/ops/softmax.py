@@ -36,16 +36,14 @@ class Softmax(Function):
         d = _softmax_dim("softmax", x, dim)
         if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
             y = np.where(np.isneginf(x), 0, 1).astype(x.dtype)  # (0 if masked, as a fully masked row)
-            ctx.dim = d
-            ctx.save_for_backward(y)
-            return y
-        m = np.max(x, axis=d, keepdims=True)
-        m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
-        y = x - m
-        np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
-        s = np.sum(y, axis=d, keepdims=True)
-        s[s == 0] = 1  # an all-zero row stays zero
-        y /= s
+        else:
+            m = np.max(x, axis=d, keepdims=True)
+            m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
+            y = x - m
+            np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
+            s = np.sum(y, axis=d, keepdims=True)
+            s[s == 0] = 1  # an all-zero row stays zero
+            y /= s
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
