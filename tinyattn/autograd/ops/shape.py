@@ -192,14 +192,11 @@ class Cat(Function):
                     f"outside dim {dim}"
                 )
         ctx.dim, ctx.bounds = d, np.cumsum([x.shape[d] for x in xs])[:-1]
-        ctx.dtypes = [x.dtype for x in xs]  # mixed dtypes are promoted (torch's rule); gradients go back in each
-        dtype = result_type(*xs)
-        return np.concatenate([promote(dtype, x) for x in xs], axis=d)
+        return np.concatenate(_promoted(ctx, xs), axis=d)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        pieces = np.split(grad_output, ctx.bounds, axis=ctx.dim)
-        return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
+        return _in_input_dtypes(ctx, np.split(grad_output, ctx.bounds, axis=ctx.dim))
 
 
 class Stack(Function):
@@ -216,11 +213,20 @@ class Stack(Function):
             if x.shape != xs[0].shape:
                 raise ValueError(f"stack: tensor {i} has shape {x.shape}, expected {xs[0].shape}")
         ctx.dim = normalize_dim("stack", dim, xs[0].ndim + 1)
-        ctx.dtypes = [x.dtype for x in xs]
-        dtype = result_type(*xs)
-        return np.stack([promote(dtype, x) for x in xs], axis=ctx.dim)
+        return np.stack(_promoted(ctx, xs), axis=ctx.dim)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        pieces = np.moveaxis(grad_output, ctx.dim, 0)
-        return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
+        return _in_input_dtypes(ctx, np.moveaxis(grad_output, ctx.dim, 0))
+
+
+def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Cat's and stack's inputs in one dtype, torch's ``result_type`` of them all; each one's dtype kept on ``ctx``."""
+    ctx.dtypes = [x.dtype for x in xs]
+    dtype = result_type(*xs)
+    return [promote(dtype, x) for x in xs]
+
+
+def _in_input_dtypes(ctx: Context, pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """Each gradient piece back in its input's dtype (see ``_promoted``)."""
+    return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
