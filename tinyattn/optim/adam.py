@@ -40,13 +40,11 @@ class Adam(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        name = type(self).__name__
-        for what, value in (("learning rate", lr), ("epsilon value", eps), ("weight_decay value", weight_decay)):
-            if value < 0:
-                raise ValueError(f"{name}: invalid {what}: {value} (must be >= 0)")
+        self._check_non_negative(("learning rate", lr), ("epsilon value", eps), ("weight_decay value", weight_decay))
         for index, beta in enumerate(betas):
             if not 0.0 <= beta < 1.0:
-                raise ValueError(f"{name}: invalid beta parameter at index {index}: {beta} (must be in [0, 1))")
+                raise ValueError(f"{type(self).__name__}: invalid beta parameter at index {index}: {beta} "
+                                 "(must be in [0, 1))")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize)
         super().__init__(params, defaults)

@@ -52,6 +52,12 @@ class Optimizer:
             self.param_groups.append(group)
         self.state: dict[int, dict[str, Any]] = {}
 
+    def _check_non_negative(self, *named: tuple[str, float]) -> None:
+        """torch's argument checks: each ``(what, value)`` must be >= 0."""
+        for what, value in named:
+            if value < 0:
+                raise ValueError(f"{type(self).__name__}: invalid {what}: {value} (must be >= 0)")
+
     def _indexed_params(self) -> Iterable[tuple[int, dict[str, Any], Parameter]]:
         i = 0
         for group in self.param_groups:

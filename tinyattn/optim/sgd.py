@@ -26,9 +26,8 @@ class SGD(Optimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        for what, value in (("learning rate", lr), ("momentum value", momentum), ("weight_decay value", weight_decay)):
-            if value < 0:
-                raise ValueError(f"SGD: invalid {what}: {value} (must be >= 0)")
+        self._check_non_negative(("learning rate", lr), ("momentum value", momentum),
+                                 ("weight_decay value", weight_decay))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
