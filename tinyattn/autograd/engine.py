@@ -24,7 +24,7 @@ import numpy as np
 
 from .function import Node
 from .grad_mode import active_recorder
-from .tensor import Tensor
+from .tensor import Tensor, _unwrap
 
 
 def _released_error(node: Node) -> RuntimeError:
@@ -87,7 +87,7 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
         return np.ones_like(root.data)
-    g = np.asarray(gradient.data if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
+    g = np.asarray(_unwrap(gradient), dtype=root.dtype)
     if g.shape != root.shape:
         raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
     return g

@@ -228,11 +228,9 @@ class Tensor:
 
     def _in_place_operand(self, op: str, value: Any) -> Any:
         """``value`` if the result can stay in this tensor's dtype; a float into an int tensor is refused (torch)."""
-        if not np.can_cast(result_type(self.data, value), self.dtype, casting="same_kind"):
-            raise RuntimeError(
-                f"{op}: result type {result_type(self.data, value)} can't be cast to the desired output type "
-                f"{self.dtype}"
-            )
+        result = result_type(self.data, value)
+        if not np.can_cast(result, self.dtype, casting="same_kind"):
+            raise RuntimeError(f"{op}: result type {result} can't be cast to the desired output type {self.dtype}")
         self._in_place(op)
         return value
 
@@ -396,8 +394,7 @@ class Tensor:
     # -- comparisons: bool tensors, no gradient --------------------------------
 
     def _compare(self, other: Tensor | Scalar, ufunc: np.ufunc) -> Tensor:
-        other_data = other.data if isinstance(other, Tensor) else other
-        return Tensor._make(ufunc(self.data, other_data))
+        return Tensor._make(ufunc(self.data, _unwrap(other)))
 
     def __lt__(self, other: Tensor | Scalar) -> Tensor:
         return self._compare(other, np.less)
