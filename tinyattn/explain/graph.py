@@ -68,9 +68,14 @@ class Layout:
         """A short hash of every label and coordinate: equal fingerprints, equal pictures."""
         import hashlib
 
-        parts = [f"{self.labels[k]}@{b.x:.3f},{b.y:.3f}" for k, b in self.nodes.items()]
-        parts += [f"{s}@{b.x:.3f},{b.y:.3f},{b.w:.3f},{b.h:.3f}" for s, b in self.stages.items()]
-        parts += [f"{t}@{lb.x:.3f},{lb.y:.3f}:{pts}" for pts, t, lb in self.edges]
+        def at(*values: float) -> str:
+            # to 3 decimals, -0.000 as 0.000: a coordinate computed a hair below zero on one Python
+            # version and a hair above on another is the same picture
+            return ",".join(f"{round(v, 3) + 0.0:.3f}" for v in values)
+
+        parts = [f"{self.labels[k]}@{at(b.x, b.y)}" for k, b in self.nodes.items()]
+        parts += [f"{s}@{at(b.x, b.y, b.w, b.h)}" for s, b in self.stages.items()]
+        parts += [f"{t}@{at(lb.x, lb.y)}:{';'.join(at(*p) for p in pts)}" for pts, t, lb in self.edges]
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
     def extent(self) -> Box:
