@@ -1,6 +1,7 @@
 """The homework commands end to end: the library's own self-check, assign, grade, solve."""
 
 import json
+import pathlib
 
 import pytest
 
@@ -24,9 +25,15 @@ def test_library_markers_cover_the_required_tasks():
 @pytest.mark.slow
 def test_self_check_passes_on_the_library(capsys):
     assert main(["check"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "0 hole(s)" in out and "HOLE" not in out
     assert out.count("4. mistake caught") >= 15
+    # progress on stderr as the runs end: one line per test run, counting up to the total
+    progress = [line for line in captured.err.splitlines() if line.startswith("[")]
+    total = int(progress[0].split("/")[1].split("]")[0])
+    assert total == out.count("1. reference passes") + out.count("3. blank one task") + out.count("4. mistake")
+    assert [int(line[1:].split("/")[0]) for line in progress] == list(range(1, total + 1))
 
 
 def test_assign_grade_solve_end_to_end(tmp_path, capsys):
@@ -46,9 +53,13 @@ def test_assign_grade_solve_end_to_end(tmp_path, capsys):
         text = path.read_text()
         for marker in ("BEGIN TASK", "END TASK", "# MUTANT:", "# STUB:"):
             assert marker not in text, (path, marker)
-    assert not (student / "tests" / "test_hidden.py").exists() and not (student / "tinyattn" / "homework").exists()
-    assert (out / "autograder" / "tests" / "test_hidden.py").exists()
+    assert not (student / "tests" / "check_hidden.py").exists() and not (student / "tinyattn" / "homework").exists()
+    assert (out / "autograder" / "tests" / "check_hidden.py").exists()
     assert (out / "autograder" / "tests" / "reference_values.npz").exists()
+    license_text = (pathlib.Path(__file__).parents[2] / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    for folder in ("student", "autograder"):  # the source travels with its license
+        assert (out / folder / "LICENSE").read_text(encoding="utf-8") == license_text
     # tasks not chosen keep the reference code
     assert "TODO(task" not in (student / "tinyattn" / "nn" / "attention.py").read_text()
 
@@ -121,7 +132,6 @@ def test_assign_refuses_unknown_or_untested_tasks_and_nonempty_out(tmp_path, mon
 
 
 def test_teaching_docs_list_the_common_mistakes_as_generated(capsys):
-    import pathlib
 
     doc = (pathlib.Path(__file__).parents[2] / "docs" / "teaching.md").read_text(encoding="utf-8")
     begin = "<!-- BEGIN GENERATED: python -m tinyattn.homework mistakes -->\n"

@@ -53,8 +53,9 @@ def test_the_zip_holds_what_gradescope_needs(assignment):
         names = set(z.namelist())
         setup = z.read("setup.sh").decode()
         mode = z.getinfo("run_autograder").external_attr >> 16
-    assert {"setup.sh", "run_autograder", "autograder/manifest.json", "autograder/tests/test_hidden.py",
-            "autograder/tests/reference_values.npz", "grader/tinyattn/homework/__main__.py"} <= names
+    assert {"setup.sh", "run_autograder", "autograder/manifest.json", "autograder/tests/check_hidden.py",
+            "autograder/tests/reference_values.npz", "grader/tinyattn/homework/__main__.py",
+            "grader/LICENSE", "autograder/LICENSE"} <= names
     assert mode & 0o111  # executable
     for package in ("numpy==", "matplotlib==", "pytest=="):
         assert package in setup  # pinned

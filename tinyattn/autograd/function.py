@@ -22,7 +22,7 @@ place broadcasting is undone) and the argument checks. It imports no ``Tensor``:
 the ops below it work on arrays, and ``tensor.py`` above them wraps the results.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

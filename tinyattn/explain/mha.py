@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import autograd, nn
+from .. import __version__, autograd, nn
 from .trace import Trace, trace
 
 # The stages of MultiheadAttention.forward, by the names it gives its tensors
@@ -180,6 +180,7 @@ def _picture(path: str) -> str:
 def parser() -> argparse.ArgumentParser:
     """The command-line options."""
     p = argparse.ArgumentParser(prog="python -m tinyattn.explain", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"tinyattn {__version__}")
     p.add_argument("--batch", type=_positive, default=3, help="B (default 3)")
     p.add_argument("--seq", type=_positive, default=5, help="n, the query length (default 5)")
     p.add_argument("--d-model", type=_positive, default=16, help="d_model = embed_dim (default 16)")

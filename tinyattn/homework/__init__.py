@@ -1,4 +1,4 @@
 """Homework scaffolding: task markers in the source become assignments, graded by marked tests.
 
-See ``docs/teaching.md`` and ``python -m tinyattn.homework --help``.
+The instructor's guide: ``python -m tinyattn.homework guide`` (docs/teaching.md); ``--help`` for the commands.
 """

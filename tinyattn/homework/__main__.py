@@ -1,4 +1,4 @@
-"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes`` (also ``tinyattn-homework``).
+"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes|guide`` (also ``tinyattn-homework``).
 
 Every misuse (a wrong path, a folder that is not a student copy, an unknown or empty task
 list, a time limit that is not positive) ends with one line on stderr and exit status 2.
@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Sequence
 
+from .. import __version__
 from .markers import MarkerError
 
 
@@ -38,9 +39,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _tell_progress(done: int, total: int, what: str) -> None:
+    """``check``'s progress on stderr, one line per finished test run (the table goes to stdout)."""
+    print(f"[{done}/{total}] {what}", file=sys.stderr, flush=True)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line."""
-    p = _Parser(prog="python -m tinyattn.homework", description="Turn tinyattn into graded homework.")
+    p = _Parser(prog="python -m tinyattn.homework", description="Turn tinyattn into graded homework.",
+                epilog="The instructor's guide (tasks, grading, Gradescope, common mistakes): "
+                       "python -m tinyattn.homework guide")
+    p.add_argument("--version", action="version", version=f"tinyattn {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("assign", help="write OUT/student, OUT/autograder, OUT/manifest.json and a Gradescope zip")
     a.add_argument("out")
@@ -61,6 +70,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tasks", required=True)
     sub.add_parser("tasks", help="list the tasks, their regions and their tests")
     sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
+    sub.add_parser("guide", help="print the instructor's guide (docs/teaching.md), shipped with the package")
     return p
 
 
@@ -76,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
                   f"{args.out}/gradescope_autograder.zip: {len(data['tasks'])} tasks, {total:g} points")
         elif args.command == "check":
-            ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout)
+            ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout, progress=_tell_progress)
             print(table)
             return 0 if ok else 1
         elif args.command == "grade":
@@ -97,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "solve":
             commands.solve(args.student_dir, _task_list(args.tasks))
             print(f"restored the reference code of {args.tasks} in {args.student_dir}")
+        elif args.command == "guide":
+            from .shipped import shipped_text
+
+            print(shipped_text("teaching.md"), end="")
         elif args.command == "mistakes":
             commands.load()  # every mistake must still name a line of its task
             print(commands.mistakes_markdown())

@@ -7,9 +7,11 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
+from typing import Callable
 
 import numpy as np
 
@@ -17,6 +19,7 @@ import tinyattn
 
 from .grading import GradedTest, Outcome, manifest, run_tests, scan_tests
 from .markers import MarkerError, Region, fill_task, find_regions, package_files, write_package
+from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(tinyattn.__file__))
@@ -77,7 +80,7 @@ def reference_values(path: str) -> None:
 def _copy_tests(dest: str, hidden: bool) -> None:
     os.makedirs(dest, exist_ok=True)
     for name in os.listdir(TESTS_DIR):
-        if name.endswith((".py", ".ini")) and (hidden or name not in ("test_hidden.py", "probes.py")):
+        if name.endswith((".py", ".ini")) and (hidden or name not in ("check_hidden.py", "probes.py")):
             shutil.copy(os.path.join(TESTS_DIR, name), os.path.join(dest, name))
 
 
@@ -140,6 +143,9 @@ def assign(out: str, tasks: list[str] | None = None) -> dict:
         with open(os.path.join(student, "tests", "assigned_tasks.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(chosen) + "\n")
         reference_values(os.path.join(autograder, "tests", "reference_values.npz"))
+        for folder in (student, autograder):  # MIT: the license travels with every copy of the source
+            with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
+                f.write(shipped_text("LICENSE"))
         data = manifest(tests, chosen)
         with open(os.path.join(student, "README_STUDENT.md"), "w", encoding="utf-8") as f:
             f.write(student_readme(data, regions))
@@ -190,6 +196,7 @@ def gradescope_zip(autograder: str, path: str) -> None:
             info = zipfile.ZipInfo(name)
             info.external_attr = (stat.S_IFREG | 0o755) << 16
             z.writestr(info, text)
+        z.writestr(os.path.join("grader", "LICENSE"), shipped_text("LICENSE"))
         for root, dirs, names in os.walk(PACKAGE_DIR):  # the grader: this tinyattn, homework included
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(names):
@@ -226,7 +233,12 @@ def _task_packages(
     return roots
 
 
-def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int = 2) -> tuple[bool, str]:
+def check(
+    tasks: list[str] | None = None,
+    timeout: float = 600.0,
+    workers: int = 2,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[bool, str]:
     """The self-check: are the reference, the blanks, the mistakes and the isolation each as they should be?
 
     1. the reference passes every test;
@@ -235,7 +247,8 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
     4. every common mistake (``mistakes.py``), planted alone, fails at least one test of its task;
     5. isolation: a student copy where only task T is solved is graded, for T, on a package
        identical to the reference, so T earns the full points check 1 showed.
-    Returns ``(ok, table)``.
+    ``progress(done, total, what)`` is called as each of the test runs ends (``homework check``
+    prints it). Returns ``(ok, table)``.
     """
     files, regions, tests, chosen = load(tasks)
     graded = [t for t in tests if t.task in chosen]
@@ -276,8 +289,19 @@ def check(tasks: list[str] | None = None, timeout: float = 600.0, workers: int =
                     detail += f"  [{mutant.code.strip()}]"
             return (label, subject, detail, ok), outcomes
 
+        total, done = len(jobs), [0]
+        lock = threading.Lock()
+
+        def run_and_tell(index: int) -> tuple[tuple[str, str, str, bool], dict[str, Outcome]]:
+            result = run(index)
+            with lock:
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], total, f"{jobs[index][0]}: {jobs[index][1]}")
+            return result
+
         with ThreadPoolExecutor(max_workers=workers) as pool:  # the test runs are subprocesses
-            results = list(pool.map(run, range(len(jobs))))
+            results = list(pool.map(run_and_tell, range(len(jobs))))
         rows = [r for r, _ in results]
         blanks = [(r, outcomes) for r, outcomes in results if r[0] == "3. blank one task"]
         survivors = [n for r, outcomes in blanks for n, o in outcomes.items() if o.passed]

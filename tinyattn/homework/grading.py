@@ -17,7 +17,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 
-HIDDEN_FILES = {"test_hidden.py"}  # shipped to the autograder only
+HIDDEN_FILES = {"check_hidden.py"}  # shipped to the autograder only
 
 
 @dataclass
@@ -33,7 +33,7 @@ class GradedTest:
 
     @property
     def node_id(self) -> str:
-        """pytest's id, e.g. ``test_tasks.py::test_softmax_gradients``."""
+        """pytest's id, e.g. ``check_tasks.py::test_softmax_gradients``."""
         return f"{self.file}::{self.name}"
 
 
@@ -52,10 +52,10 @@ def _task_marker(decorator: ast.expr) -> tuple[str, float] | None:
 
 
 def scan_tests(tests_dir: str) -> list[GradedTest]:
-    """Every ``test_*`` function in ``tests_dir/test_*.py`` with a task marker."""
+    """Every ``test_*`` function in ``tests_dir/check_*.py`` with a task marker."""
     found = []
     for name in sorted(os.listdir(tests_dir)):
-        if not (name.startswith("test_") and name.endswith(".py")):
+        if not (name.startswith("check_") and name.endswith(".py")):
             continue
         with open(os.path.join(tests_dir, name), encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=name)

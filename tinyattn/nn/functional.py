@@ -10,7 +10,7 @@ Attention masks come in two polarities, exactly as in PyTorch:
 A float mask is always *added* to the scores (``-inf`` blocks a key).
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Adam (Kingma & Ba, 2015) and AdamW (Loshchilov & Hutter, 2019), with torch's update rules.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Matrix product with NumPy's ``@`` rules: 1-D, 2-D, and batched with broadcast batch dims.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

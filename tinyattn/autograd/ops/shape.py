@@ -4,7 +4,7 @@ Their backward applies the inverse movement to the gradient: reshape it back,
 transpose it back, scatter it back to where the elements came from.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both subtract the row maximum before ``exp`` so huge logits do not overflow.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; see docs/teaching.md.
+``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
 """
 
 from __future__ import annotations

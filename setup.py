@@ -1,0 +1,25 @@
+"""The metadata is in setup.cfg; this adds two files from outside the package to the built package.
+
+``LICENSE`` (which ``homework assign`` writes into every student copy and autograder) and
+``docs/teaching.md`` (which ``python -m tinyattn.homework guide`` prints) are copied into
+the wheel's ``tinyattn/`` and ``tinyattn/homework/``. A checkout reads them where they are.
+"""
+
+import os
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+SHIPPED = {"LICENSE": ("tinyattn", "LICENSE"), os.path.join("docs", "teaching.md"): ("tinyattn", "homework", "teaching.md")}
+
+
+class build_py_with_files(build_py):  # noqa: N801 (setuptools' command naming)
+    """``build_py``, then the files of ``SHIPPED`` into the built package."""
+
+    def run(self) -> None:
+        super().run()
+        for source, target in SHIPPED.items():
+            self.copy_file(source, os.path.join(self.build_lib, *target))
+
+
+setup(cmdclass={"build_py": build_py_with_files})
