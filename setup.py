@@ -10,16 +10,24 @@ import os
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-SHIPPED = {"LICENSE": ("tinyattn", "LICENSE"), os.path.join("docs", "teaching.md"): ("tinyattn", "homework", "teaching.md")}
+SHIPPED = {  # the checkout's file -> its place in the built package
+    "LICENSE": ("tinyattn", "LICENSE"),
+    os.path.join("docs", "teaching.md"): ("tinyattn", "homework", "teaching.md"),
+}
 
 
 class build_py_with_files(build_py):  # noqa: N801 (setuptools' command naming)
     """``build_py``, then the files of ``SHIPPED`` into the built package."""
 
     def run(self) -> None:
+        """Build the package as usual, then add the files (not for an editable install)."""
         super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install reads them in the checkout (tinyattn/homework/shipped.py)
         for source, target in SHIPPED.items():
-            self.copy_file(source, os.path.join(self.build_lib, *target))
+            destination = os.path.join(self.build_lib, *target)
+            self.mkpath(os.path.dirname(destination))
+            self.copy_file(source, destination)
 
 
 setup(cmdclass={"build_py": build_py_with_files})

@@ -28,7 +28,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 import numpy as np
 
@@ -50,6 +50,12 @@ class Context:
     def save_for_backward(self, *arrays: Any) -> None:
         """Keep ``arrays`` for ``backward`` (released after it unless retain_graph)."""
         self.saved_tensors = arrays
+
+    if TYPE_CHECKING:  # for type checkers only: any attribute may be set (ctx.dim = dim) and read back
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+        def __getattr__(self, name: str) -> Any: ...
 
 
 class Function:
@@ -143,7 +149,7 @@ class Node:
                     f"{tensor._version}; expected version {version} instead ({self.name}.backward needs its value "
                     "from the forward pass: an optimizer step or an in-place op ran between forward and backward)"
                 )
-        grads = self.fn.backward(self.ctx, grad_output)
+        grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         if not isinstance(grads, tuple):
             grads = (grads,)
         if len(grads) != len(self.edges):
@@ -155,7 +161,7 @@ class Node:
 
     def _checked(self, position: int, grad: Any) -> np.ndarray:
         """The engine's guard: each gradient must match its input's shape and dtype."""
-        shape, dtype = self.input_meta[position]
+        shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (None only where no edge: never checked)
         grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
         if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(

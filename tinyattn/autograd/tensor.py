@@ -351,34 +351,34 @@ class Tensor:
 
     # -- arithmetic (ops/elementwise.py, ops/matmul.py) ------------------------
 
-    def __add__(self, other: Tensor | Scalar) -> Tensor:
+    def __add__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Add.apply(self, other)
 
-    def __radd__(self, other: Tensor | Scalar) -> Tensor:
+    def __radd__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Add.apply(other, self)
 
-    def __sub__(self, other: Tensor | Scalar) -> Tensor:
+    def __sub__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Sub.apply(self, other)
 
-    def __rsub__(self, other: Tensor | Scalar) -> Tensor:
+    def __rsub__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Sub.apply(other, self)
 
-    def __mul__(self, other: Tensor | Scalar) -> Tensor:
+    def __mul__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Mul.apply(self, other)
 
-    def __rmul__(self, other: Tensor | Scalar) -> Tensor:
+    def __rmul__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Mul.apply(other, self)
 
-    def __truediv__(self, other: Tensor | Scalar) -> Tensor:
+    def __truediv__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Div.apply(self, other)
 
-    def __rtruediv__(self, other: Tensor | Scalar) -> Tensor:
+    def __rtruediv__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Div.apply(other, self)
 
-    def __pow__(self, other: Tensor | Scalar) -> Tensor:
+    def __pow__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Pow.apply(self, other)
 
-    def __rpow__(self, other: Tensor | Scalar) -> Tensor:
+    def __rpow__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
         return Pow.apply(other, self)
 
     def __neg__(self) -> Tensor:
@@ -393,7 +393,7 @@ class Tensor:
 
     # -- comparisons: bool tensors, no gradient --------------------------------
 
-    def _compare(self, other: Tensor | Scalar, ufunc: np.ufunc) -> Tensor:
+    def _compare(self, other: Tensor | Scalar | np.ndarray, ufunc: np.ufunc) -> Tensor:
         return Tensor._make(ufunc(self.data, _unwrap(other)))
 
     def __lt__(self, other: Tensor | Scalar) -> Tensor:

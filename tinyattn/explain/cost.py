@@ -28,6 +28,14 @@ def _numel(shape: Shape | None) -> int:
     return math.prod(shape) if shape is not None else 0
 
 
+def _tensor_shape(step: Step, i: int) -> Shape:
+    """The shape of input ``i``, which this op's cost formula needs to be a tensor."""
+    shape = step.input_shapes[i]
+    if shape is None:
+        raise ValueError(f"cost: input {i} of {step.op} is not a tensor")
+    return shape
+
+
 def _elementwise(forward: int, backward: int) -> Callable[[Step], tuple[int, int]]:
     """``forward`` FLOPs per output element; ``backward`` per element for each input that gets a gradient."""
 
@@ -44,14 +52,14 @@ def _movement(step: Step) -> tuple[int, int]:
 
 
 def _matmul(step: Step) -> tuple[int, int]:
-    k = step.input_shapes[0][-1]
+    k = _tensor_shape(step, 0)[-1]
     mm = 2 * _numel(step.grad_output_shape) * k  # (..., n, k) @ (..., k, m)
     return mm, mm * len(step.grad_positions)  # dA = dC Bᵀ and dB = Aᵀ dC: one such product each
 
 
 def _linear(step: Step) -> tuple[int, int]:
     n_out = _numel(step.grad_output_shape)
-    mm = 2 * n_out * step.input_shapes[0][-1]
+    mm = 2 * n_out * _tensor_shape(step, 0)[-1]
     has_bias = len(step.input_shapes) > 2 and step.input_shapes[2] is not None
     backward = sum(mm if i < 2 else n_out for i in step.grad_positions)  # dX, dW: a product each; db: a sum
     return mm + (n_out if has_bias else 0), backward
@@ -66,7 +74,7 @@ def _reduction(forward: int, backward: int) -> Callable[[Step], tuple[int, int]]
 
 
 def _flash(step: Step) -> tuple[int, int]:
-    q, k, v = step.input_shapes[:3]
+    q, k, v = (_tensor_shape(step, i) for i in range(3))
     heads, L, d = _numel(q[:-2]), q[-2], q[-1]
     S, d_v = k[-2], v[-1]
     ls = heads * L * S

@@ -178,11 +178,11 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
     slots: dict[int, list[Any]] = defaultdict(list)  # column -> nodes and dummies
     for key in nodes:
         slots[col[key]].append(key)
-    chains = []  # per edge: the slots it passes, source to target
+    chains: list[list[Any]] = []  # per edge: the slots it passes, source to target
     for i, (src, dst, _) in enumerate(edges):
         if col[dst] <= col[src]:
             raise ValueError(f"graph: edge {src} -> {dst} does not go forward")
-        chain = [src] + [("dummy", i, c) for c in range(col[src] + 1, col[dst])] + [dst]
+        chain: list[Any] = [src] + [("dummy", i, c) for c in range(col[src] + 1, col[dst])] + [dst]
         for d in chain[1:-1]:
             slots[d[2]].append(d)
         chains.append(chain)
@@ -219,7 +219,7 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
     texts = {key: _node_text(n) for key, n in nodes.items()}
     sizes = {key: _text_box(texts[key], 0, 0, NODE_FONT, PAD) for key in nodes}
     row_h = max(b.h for b in sizes.values()) + ROW_GAP
-    col_w = defaultdict(float)
+    col_w: defaultdict[int, float] = defaultdict(float)
     for key in nodes:
         col_w[col[key]] = max(col_w[col[key]], sizes[key].w)
     xs, x = {}, 0.0
@@ -231,8 +231,8 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
         xs[c] = x + w / 2
         x += w + COLUMN_GAP
     for key in nodes:
-        b = sizes[key]
-        out.nodes[key] = Box(xs[col[key]], -row[key] * row_h, b.w, b.h)
+        size = sizes[key]
+        out.nodes[key] = Box(xs[col[key]], -row[key] * row_h, size.w, size.h)
         out.labels[key] = texts[key]
         if key[0] == "leaf":
             out.leaves.add(key)
@@ -256,7 +256,7 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
 
     # 6. edges: polylines through their slots; the label on the first segment, moved along it if it collides
     for chain, (_, _, shape) in zip(chains, edges):
-        points = []
+        points: list[tuple[float, float]] = []
         for item in chain:
             x_c = xs[col[item]] if item[0] != "dummy" else xs[item[2]]
             y_c = -row[item] * row_h
@@ -267,10 +267,10 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
         end = (xb - (end_box.w if end_box is not None else col_w[chain[1][2]]) / 2, yb)  # the next column's edge
         points = [start] + points[1:-1] + [(points[-1][0] - out.nodes[chain[-1]].w / 2, points[-1][1])]
         text = str(tuple(shape))
-        size = _text_box(text, 0, 0, LABEL_FONT, 0.02)
+        label = _text_box(text, 0, 0, LABEL_FONT, 0.02)
         candidates = [
-            Box(start[0] + t * (end[0] - start[0]), start[1] + t * (end[1] - start[1]) + side * size.h * 0.6,
-                size.w, size.h)
+            Box(start[0] + t * (end[0] - start[0]), start[1] + t * (end[1] - start[1]) + side * label.h * 0.6,
+                label.w, label.h)
             for t in (0.5, 0.35, 0.65, 0.2, 0.8, 0.45, 0.55, 0.28, 0.72, 0.12, 0.88)
             for side in (1, -1, 2.2, -2.2, 3.4, -3.4)
         ]
@@ -280,8 +280,8 @@ def layout(trace: Trace, groups: dict[str, str] | None = None) -> Layout:
                 cand.overlaps(b, gap=0.04) for b in out.nodes.values()
             )
 
-        placed = next((c for c in candidates if not clashes(c)), None) or min(candidates, key=clashes)
-        out.edges.append((points, text, placed))
+        spot = next((c for c in candidates if not clashes(c)), None) or min(candidates, key=clashes)
+        out.edges.append((points, text, spot))
     return out
 
 

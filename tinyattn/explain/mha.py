@@ -73,14 +73,17 @@ def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor]
     E = mha.embed_dim
     rows = []
 
-    def row(label: str, traced: np.ndarray, stored: np.ndarray, where: str) -> None:
-        same = traced.shape == stored.shape and np.allclose(traced, stored, rtol=1e-12, atol=1e-12)
+    def row(label: str, traced: np.ndarray, stored: np.ndarray | None, where: str) -> None:
+        same = stored is not None and traced.shape == stored.shape and bool(
+            np.allclose(traced, stored, rtol=1e-12, atol=1e-12))
         rows.append(f"  {label:<8} {str(traced.shape):<12} = {where:<30} {'✓ matches' if same else '✗ DIFFERS'}")
 
     row("dL/dW^O", steps.gradient_of("W^O"), mha.out_proj.weight.grad, "out_proj.weight.grad")
+    in_grad = mha.in_proj_weight.grad
     for i, name in enumerate(["W^Q", "W^K", "W^V"]):
         rows_slice = f"in_proj_weight.grad[{i * E}:{(i + 1) * E}]"
-        row(f"dL/d{name}", steps.gradient_of(name), mha.in_proj_weight.grad[i * E : (i + 1) * E], rows_slice)
+        stored = None if in_grad is None else in_grad[i * E : (i + 1) * E]
+        row(f"dL/d{name}", steps.gradient_of(name), stored, rows_slice)
     for name, t in inputs.items():
         row(f"dL/d{name}", steps.gradient_of(name), t.grad, f"{name}.grad (sum over its uses)")
     return rows

@@ -215,18 +215,20 @@ class _Recorder:
     def forward(self, node: Node, args: tuple[Any, ...], output: Any) -> None:
         self.outputs[node] = output
         self.args[node] = args
-        kept = [a for a in node.ctx.saved_tensors if isinstance(a, np.ndarray)]  # what backward will read
+        saved = node.ctx.saved_tensors if node.ctx is not None else ()
+        kept = [a for a in saved if isinstance(a, np.ndarray)]  # what backward will read
         # an array is known by where its data starts and its shape: two ops keeping X keep the same array
         self.saved[node] = [(hash((a.__array_interface__["data"][0], a.shape, a.strides)), a.shape, a.nbytes)
                             for a in kept]
 
     def name_of(self, node: Node) -> str:
         """The name the forward gave the node's tensor, else one derived from its op, else ``t1``, ``t2``..."""
-        tensor = node.retained() if isinstance(node, LeafNode) else self.outputs.get(node)
+        tensor = node.retained() if isinstance(node, LeafNode) and node.retained else self.outputs.get(node)
         if tensor is not None and tensor.name:
             return tensor.name
-        if node.fn.__name__ == "Transpose" and node.ctx is not None and node.edges and node.edges[0] is not None:
-            ndim = len(node.input_meta[0][0])
+        meta = node.input_meta[0] if node.input_meta else None
+        if node.fn.__name__ == "Transpose" and node.ctx is not None and meta is not None and node.edges[0] is not None:
+            ndim = len(meta[0])
             if sorted(node.ctx.dims) == [ndim - 2, ndim - 1]:  # a matrix transpose of a named tensor
                 inner = self.name_of(node.edges[0])
                 if not re.match(r"t\d+ ", inner):

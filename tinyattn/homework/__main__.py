@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
                         "with the reason (what run_autograder uses)")
     s = sub.add_parser("solve", help="put the reference code of some tasks back into a student copy")
     s.add_argument("student_dir")
-    s.add_argument("--tasks", required=True)
+    s.add_argument("--tasks", required=True, type=_task_list)
     sub.add_parser("tasks", help="list the tasks, their regions and their tests")
     sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
     sub.add_parser("guide", help="print the instructor's guide (docs/teaching.md), shipped with the package")
@@ -105,8 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             print(table)
         elif args.command == "solve":
-            commands.solve(args.student_dir, _task_list(args.tasks))
-            print(f"restored the reference code of {args.tasks} in {args.student_dir}")
+            commands.solve(args.student_dir, args.tasks)
+            print(f"restored the reference code of {','.join(args.tasks)} in {args.student_dir}")
         elif args.command == "guide":
             from .shipped import shipped_text
 

@@ -18,7 +18,7 @@ import numpy as np
 import tinyattn
 
 from .grading import GradedTest, Outcome, manifest, run_tests, scan_tests
-from .markers import MarkerError, Region, fill_task, find_regions, package_files, write_package
+from .markers import MarkerError, Mutant, Region, fill_task, find_regions, package_files, write_package
 from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
@@ -72,6 +72,8 @@ def reference_values(path: str) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_homework_probes", os.path.join(TESTS_DIR, "probes.py"))
+    if spec is None or spec.loader is None:
+        raise HomeworkError(f"cannot load the probes from {TESTS_DIR}")
     probes = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probes)
     np.savez(path, **probes.compute_all())
@@ -256,15 +258,16 @@ def check(
     with tempfile.TemporaryDirectory() as tmp:
         reference = os.path.join(tmp, "reference_values.npz")
         reference_values(reference)
-        jobs = []  # (label, subject, blank set, mutant, mutant path, tests, expectation)
+        # (label, subject, blank set, mutant, mutant path, tests, expectation)
+        jobs: list[tuple[str, str, set[str], Mutant | None, str | None, list[GradedTest], str]] = []
         jobs.append(("1. reference passes", "all tasks", set(), None, None, graded, "all pass"))
         for task in chosen:
             own = [t for t in graded if t.task == task]
             jobs.append(("3. blank one task", task, {task}, None, None, own, "all fail"))
             for region in regions[task]:
-                for mutant in region.mutants:
-                    subject = f"{task}: {region.path}:{mutant.line}"
-                    jobs.append(("4. mistake caught", subject, set(), mutant, region.path, own, "some fail"))
+                for planted in region.mutants:
+                    subject = f"{task}: {region.path}:{planted.line}"
+                    jobs.append(("4. mistake caught", subject, set(), planted, region.path, own, "some fail"))
 
         # Write every variant first, in this thread: ast.parse is not safe to call from several threads.
         roots = []

@@ -48,6 +48,8 @@ def _task_marker(decorator: ast.expr) -> tuple[str, float] | None:
         raise ValueError(f"task marker at line {decorator.lineno} needs id=\"...\"")
     points = kwargs.get("points")
     value = points.value if isinstance(points, ast.Constant) else 1
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"task marker at line {decorator.lineno}: points must be a number, got {value!r}")
     return str(kwargs["id"].value), float(value)
 
 

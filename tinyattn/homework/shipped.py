@@ -21,4 +21,5 @@ def shipped_text(name: str) -> str:
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as f:
                 return f.read()
-    raise FileNotFoundError(f"{name} is neither in the package ({_PLACES[name][0]}) nor in a checkout ({_PLACES[name][1]})")
+    packaged, checkout = _PLACES[name]
+    raise FileNotFoundError(f"{name} is neither in the package ({packaged}) nor in a checkout ({checkout})")

@@ -189,7 +189,7 @@ class MultiheadAttention(Module):
             attn_output = attn_output.squeeze(0)  # (L, E)
         elif not self.batch_first:
             attn_output = attn_output.transpose(0, 1)  # (L, B, E)
-        if not need_weights:
+        if attn_weights is None:  # need_weights=False
             return attn_output, None
         if average_attn_weights:
             attn_weights = attn_weights.mean(dim=1)  # (B, L, S)

@@ -19,6 +19,8 @@ class Module:
     """Base class of every layer; subclasses set attributes in ``__init__`` and define ``forward``."""
 
     training: bool
+    _parameters: dict[str, Parameter | None]  # set in __init__ past __setattr__, like training
+    _modules: dict[str, Any]  # a Module, or None where one was set to None
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -27,7 +29,7 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         params, modules = self.__dict__.get("_parameters"), self.__dict__.get("_modules")
-        if params is None:
+        if params is None or modules is None:
             raise RuntimeError("call super().__init__() before assigning attributes of a Module")
         if isinstance(value, Parameter):
             modules.pop(name, None)

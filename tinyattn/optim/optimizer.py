@@ -26,10 +26,10 @@ class Optimizer:
                 f"{name}: params must be an iterable of Tensors or dicts, got {type(params).__name__} "
                 "(pass model.parameters() or [tensor])"
             )
-        params = list(params)
-        if not params:
+        listed: list[Any] = list(params)
+        if not listed:
             raise ValueError(f"{name}: optimizer got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        groups = listed if isinstance(listed[0], dict) else [{"params": listed}]
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
         seen: set[int] = set()

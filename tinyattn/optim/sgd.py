@@ -11,9 +11,12 @@ from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """``g = grad + weight_decay * p`` (``-grad`` with ``maximize``);
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, as torch's.
+
+    ``g = grad + weight_decay * p`` (``-grad`` with ``maximize``);
     ``b = momentum * b + (1 - dampening) * g`` (``b = g`` at first);
-    ``p -= lr * b`` (``lr * (g + momentum * b)`` with Nesterov)."""
+    ``p -= lr * b`` (``lr * (g + momentum * b)`` with Nesterov).
+    """
 
     def __init__(
         self,

@@ -178,10 +178,11 @@ def _grouped_mask(mask: np.ndarray | None, group: int, ndim: int) -> np.ndarray 
     """The mask with as many dims as the queries, its head dim split like theirs (see ``_grouped``)."""
     if mask is None:
         return None
-    mask = mask.reshape((1,) * (ndim - mask.ndim) + mask.shape)
+    shape: tuple[int, ...] = (1,) * (ndim - mask.ndim) + mask.shape
+    mask = mask.reshape(shape)
     if group == 1:
         return mask
-    heads = mask.shape[-3]
+    heads = shape[-3]
     split = (heads // group, group) if heads > 1 else (1, 1)
     return mask.reshape(mask.shape[:-3] + split + mask.shape[-2:])
 

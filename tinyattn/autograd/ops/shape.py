@@ -9,7 +9,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -227,6 +227,6 @@ def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [promote(dtype, x) for x in xs]
 
 
-def _in_input_dtypes(ctx: Context, pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+def _in_input_dtypes(ctx: Context, pieces: Iterable[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Each gradient piece back in its input's dtype (see ``_promoted``)."""
     return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
