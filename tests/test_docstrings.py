@@ -16,8 +16,8 @@ def public_names(module):
     """``__all__``, or else the functions and classes the module defines without a leading underscore."""
     if hasattr(module, "__all__"):
         return list(module.__all__)
-    return [k for k, v in vars(module).items() if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
-            and v.__module__ == module.__name__]
+    return [k for k, v in vars(module).items() if not k.startswith("_")
+            and (inspect.isfunction(v) or inspect.isclass(v)) and v.__module__ == module.__name__]
 
 
 def documented():
