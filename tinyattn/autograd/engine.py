@@ -71,21 +71,15 @@ def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool) -> Iterator
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
-            if edge is not None and grad_input is not None:
-                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
+            if grad_input is not None:  # (None also where the edge is None)
+                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input  # type: ignore[index]
         if not retain_graph:
             node.release()
 
 
-def _root_edge(root: Tensor) -> Node:
-    """The node the output's gradient enters the graph at (an output that requires grad has one)."""
-    edge = root.gradient_edge()
-    if edge is None:
-        raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
-    return edge
-
-
 def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
+    if not root.requires_grad:
+        raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
     if gradient is None:
         if root.data.size != 1:
             raise RuntimeError(
@@ -112,7 +106,8 @@ def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
 def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = False) -> None:
     """``tensors.backward(grad_tensors)``: add the weighted derivatives to each leaf's ``.grad`` (torch's names)."""
     root, gradient = _one_output("backward", tensors, grad_tensors)
-    for node, grad_output in propagate(_root_edge(root), _root_gradient(root, gradient), retain_graph):
+    # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
+    for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):  # type: ignore[arg-type]
         target = node.retained() if node.retained is not None else None
         if target is not None:
             target.grad = grad_output.copy() if target.grad is None else target.grad + grad_output
@@ -136,7 +131,7 @@ def grad(
         if edge is not None:
             positions.setdefault(edge, []).append(i)
     result: list[np.ndarray | None] = [None] * len(inputs)
-    for node, g in propagate(_root_edge(outputs), _root_gradient(outputs, grad_outputs), retain_graph):
+    for node, g in propagate(outputs.gradient_edge(), _root_gradient(outputs, grad_outputs), retain_graph):  # type: ignore[arg-type]
         for i in positions.get(node, ()):
             result[i] = g.copy()
     return tuple(result)
