@@ -145,9 +145,10 @@ def assign(out: str, tasks: list[str] | None = None) -> dict:
         with open(os.path.join(student, "tests", "assigned_tasks.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(chosen) + "\n")
         reference_values(os.path.join(autograder, "tests", "reference_values.npz"))
+        license_text = shipped_text("LICENSE")
         for folder in (student, autograder):  # MIT: the license travels with every copy of the source
             with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
-                f.write(shipped_text("LICENSE"))
+                f.write(license_text)
         data = manifest(tests, chosen)
         with open(os.path.join(student, "README_STUDENT.md"), "w", encoding="utf-8") as f:
             f.write(student_readme(data, regions))
@@ -292,15 +293,16 @@ def check(
                     detail += f"  [{mutant.code.strip()}]"
             return (label, subject, detail, ok), outcomes
 
-        total, done = len(jobs), [0]
+        total, done = len(jobs), 0
         lock = threading.Lock()
 
         def run_and_tell(index: int) -> tuple[tuple[str, str, str, bool], dict[str, Outcome]]:
+            nonlocal done
             result = run(index)
             with lock:
-                done[0] += 1
+                done += 1
                 if progress is not None:
-                    progress(done[0], total, f"{jobs[index][0]}: {jobs[index][1]}")
+                    progress(done, total, f"{jobs[index][0]}: {jobs[index][1]}")
             return result
 
         with ThreadPoolExecutor(max_workers=workers) as pool:  # the test runs are subprocesses
