@@ -2,6 +2,10 @@
 
     import tinyattn as ta
     x = ta.randn(3, 5, 16, requires_grad=True)
+
+The namespace is torch's, so most PyTorch code runs after ``import tinyattn as torch``:
+``torch.nn``, ``torch.optim``, ``torch.autograd``, the dtypes (``torch.float``, ``torch.long``...),
+``torch.device`` (the CPU only) and ``torch.cuda.is_available()`` (False).
 """
 
 import numpy as _np
@@ -12,50 +16,20 @@ if int(_np.__version__.split(".")[0]) < 2:
     # NEP 50, as torch does: a Python number never widens a tensor.
     raise ImportError(f"tinyattn needs NumPy >= 2.0 (found {_np.__version__}): pip install 'numpy>=2'")
 
-from .autograd import (
-    Tensor,
-    arange,
-    bool_,
-    cat,
-    chunk,
-    enable_grad,
-    float32,
-    float64,
-    int64,
-    is_grad_enabled,
-    manual_seed,
-    no_grad,
-    ones,
-    rand,
-    randn,
-    split,
-    stack,
-    tensor,
-    where,
-    zeros,
-)
+from . import accelerator, autograd, backends, cuda, nn, optim, utils
+from .autograd import *  # noqa: F403  (the tensors, factories, dtypes, devices and functions)
+from .autograd import __all__ as _autograd_all
+from .autograd.tensor_api import einsum  # noqa: F401
+
+# torch's dtype names that are Python builtins' names: bound here only, where nothing reads the builtins
+float = _np.float32
+int = _np.int32
+bool = _np.bool_
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor",
-    "arange",
-    "bool_",
-    "cat",
-    "chunk",
-    "enable_grad",
-    "float32",
-    "float64",
-    "int64",
-    "is_grad_enabled",
-    "manual_seed",
-    "no_grad",
-    "ones",
-    "rand",
-    "randn",
-    "split",
-    "stack",
-    "tensor",
-    "where",
-    "zeros",
+    *(name for name in _autograd_all if name not in ("Context", "LeafNode", "Node", "unbroadcast", "backward",
+                                                    "default_generator")),
+    "accelerator", "autograd", "backends", "bool", "cuda", "float", "int", "nn", "optim", "utils",
 ]

@@ -87,5 +87,5 @@ def test_encoder_layer_takes_torchs_arguments_in_torchs_order():
     with pytest.raises(ValueError, match="activation must be 'relu', 'gelu' or a callable, got 'tanh'"):
         nn.TransformerEncoderLayer(4, 2, activation="tanh")
     assert nn.TransformerEncoderLayer(4, 2, 8, device="cpu").last_attn_weights is None  # none before a call
-    with pytest.raises(ValueError, match="only the CPU exists here, got device='cuda'"):
+    with pytest.raises(RuntimeError, match="device 'cuda' is not available: tinyattn runs on the CPU only"):
         nn.TransformerEncoderLayer(4, 2, device="cuda")

@@ -2,59 +2,87 @@
 
 Layers, each importing only those below it: ``function`` (Function, Node, the
 shared helpers) < ``ops`` (Functions on arrays) < ``tensor`` (Tensor, which runs
-them) < ``engine`` (backward) < ``gradcheck`` and the explainer's ``trace``.
+them; ``tensor_api`` holds its methods beyond the core) < ``engine`` (backward)
+< ``gradcheck`` and the explainer's ``trace``. Beside them: ``creation`` (the
+factories), ``dtypes``, ``devices`` and ``namespace`` (torch's ``torch.exp(x)``
+spellings of the methods).
 """
 
+# (tensor first: a type checker then reads `autograd.tensor` as the function imported below, not the module)
+from .tensor import Tensor, cat, chunk, split, stack, where  # isort: skip
 from .creation import (
+    Generator,
     arange,
-    bool_,
+    as_tensor,
     default_generator,
-    float32,
-    float64,
-    int64,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    initial_seed,
+    linspace,
     manual_seed,
+    multinomial,
+    normal,
     ones,
+    ones_like,
     rand,
+    rand_like,
+    randint,
+    randint_like,
     randn,
+    randn_like,
+    randperm,
+    seed,
     tensor,
     zeros,
+    zeros_like,
+)
+from .devices import device, get_default_device, set_default_device
+from .dtypes import (
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    double,
+    e,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    iinfo,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    is_floating_point,
+    long,
+    nan,
+    pi,
+    set_default_dtype,
+    short,
+    uint8,
 )
 from .engine import backward, grad
 from .function import Context, Function, LeafNode, Node, unbroadcast
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck
-from .tensor import Tensor, cat, chunk, split, stack, where
+from .namespace import *  # noqa: F403  (torch.exp(x) and the rest: see namespace.__all__)
+from .namespace import __all__ as _namespace_all
 
 __all__ = [
-    "Context",
-    "Function",
-    "GradcheckError",
-    "LeafNode",
-    "Node",
-    "Tensor",
-    "arange",
-    "backward",
-    "bool_",
-    "cat",
-    "chunk",
-    "default_generator",
-    "enable_grad",
-    "float32",
-    "float64",
-    "grad",
-    "gradcheck",
-    "int64",
-    "is_grad_enabled",
-    "manual_seed",
-    "no_grad",
-    "ones",
-    "rand",
-    "randn",
-    "set_grad_enabled",
-    "split",
-    "stack",
-    "tensor",
-    "unbroadcast",
-    "where",
-    "zeros",
+    "Context", "Function", "Generator", "GradcheckError", "LeafNode", "Node", "Tensor", "arange", "as_tensor",
+    "backward", "bfloat16", "bool_", "cat", "chunk", "complex64", "complex128", "default_generator", "device",
+    "double", "e", "empty", "empty_like", "enable_grad", "eye", "finfo", "float16", "float32", "float64",
+    "from_numpy", "full", "full_like", "get_default_device", "get_default_dtype", "grad", "gradcheck", "half",
+    "iinfo", "inf", "inference_mode", "initial_seed", "int8", "int16", "int32", "int64", "is_floating_point",
+    "is_grad_enabled", "linspace", "long", "manual_seed", "multinomial", "nan", "no_grad", "normal", "ones",
+    "ones_like", "pi", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed",
+    "set_default_device", "set_default_dtype", "set_grad_enabled", "short", "split", "stack", "tensor", "uint8",
+    "unbroadcast", "where", "zeros", "zeros_like", *_namespace_all,
 ]

@@ -1,8 +1,12 @@
-"""Ways to make tensors: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn``, ``rand``.
+"""Ways to make tensors, with torch's names and arguments: ``tensor``, ``zeros``, ``randn``, ``arange``...
 
-Random tensors come from one NumPy ``Generator``; ``manual_seed(s)`` replaces
-it, which makes every later ``randn``/``rand`` (and the modules' initial
-weights, and dropout masks) reproducible.
+Every factory takes ``dtype=`` (any of torch's names, see ``dtypes.py``),
+``device=`` (the CPU; see ``devices.py``) and ``requires_grad=``. Random tensors
+come from one NumPy ``Generator``; ``manual_seed(s)`` replaces it, which makes
+every later ``randn``/``rand``/``randint``... (and the modules' initial weights,
+and dropout masks) reproducible. A random factory also takes ``generator=``, a
+``Generator`` of its own. The numbers differ from torch's (another generator),
+the distributions are the same.
 """
 
 from __future__ import annotations
@@ -11,26 +15,77 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import function
+from .devices import check_device
+from .dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401  (re-exported)
 from .tensor import ArrayLike, Tensor
 
-float32 = np.float32
-float64 = np.float64
-int64 = np.int64
-bool_ = np.bool_
-
 _generator = np.random.default_rng()
+_initial_seed: int | None = None
 
 
-def manual_seed(seed: int) -> np.random.Generator:
-    """Reseed the generator behind ``randn``, ``rand``, initialisation and dropout."""
-    global _generator
-    _generator = np.random.default_rng(seed)
-    return _generator
+class Generator:
+    """A source of random numbers of its own (torch's ``Generator``), for ``generator=``."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        check_device("Generator", device)
+        self._initial = int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
+        self.rng = np.random.default_rng(self._initial)
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart the generator from ``seed``; returns the generator."""
+        self._initial = int(seed)
+        self.rng = np.random.default_rng(self._initial)
+        return self
+
+    def initial_seed(self) -> int:
+        """The seed the generator started from."""
+        return self._initial
+
+    def seed(self) -> int:
+        """Reseed from fresh entropy; returns the new seed."""
+        return self.manual_seed(int(np.random.SeedSequence().entropy % 2**63)).initial_seed()  # type: ignore
+
+
+def manual_seed(seed: int) -> Generator:
+    """Reseed the generator behind ``randn``, ``rand``, initialisation and dropout; returns it, as torch."""
+    global _generator, _initial_seed
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
+    _generator, _initial_seed = np.random.default_rng(int(seed)), int(seed)
+    g = Generator.__new__(Generator)
+    g._initial, g.rng = int(seed), _generator
+    return g
+
+
+def initial_seed() -> int:
+    """The seed given to the last ``manual_seed`` (a fresh random one before any)."""
+    global _initial_seed
+    if _initial_seed is None:
+        manual_seed(int(np.random.SeedSequence().entropy % 2**63))  # type: ignore[operator]
+    return _initial_seed  # type: ignore[return-value]
+
+
+def seed() -> int:
+    """Reseed the default generator from fresh entropy; returns the seed."""
+    new = int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
+    manual_seed(new)
+    return new
 
 
 def default_generator() -> np.random.Generator:
-    """The generator that ``manual_seed`` controls."""
+    """The NumPy generator that ``manual_seed`` controls (what initialisation and dropout draw from)."""
     return _generator
+
+
+def _rng(op: str, generator: Any) -> np.random.Generator:
+    if generator is None:
+        return _generator
+    if isinstance(generator, Generator):
+        return generator.rng
+    if isinstance(generator, np.random.Generator):
+        return generator
+    raise TypeError(f"{op}: generator must be a tinyattn Generator, got {type(generator).__name__}")
 
 
 def _size(op: str, shape: tuple[Any, ...]) -> tuple[int, ...]:
@@ -46,43 +101,99 @@ def _size(op: str, shape: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def float_dtype(dtype: Any) -> np.dtype:
-    """``dtype`` as a NumPy float dtype (None: float32, torch's default); other kinds raise ``TypeError``."""
-    dtype = np.dtype(np.float32 if dtype is None else dtype)
+def float_dtype(dtype: Any, device: Any = None) -> np.dtype:
+    """``dtype`` as a NumPy float dtype (None: the default, float32); other kinds raise ``TypeError``.
+
+    A module's ``device=`` is checked here too: the CPU (or None) only, as ``check_device``."""
+    check_device("device", device)
+    dtype = as_dtype(dtype)
     if dtype.kind != "f":
         raise TypeError(f"dtype must be a floating type, got {dtype}")
     return dtype
 
 
-def tensor(data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """A new tensor holding a copy of ``data`` (floats default to float32)."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
+def _new(op: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
+    check_device(op, device)
+    t = Tensor._make(data)
+    t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
+    return t
 
 
-def zeros(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(
+    data: ArrayLike, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool = False
+) -> Tensor:
+    """A new tensor holding a copy of ``data`` (Python floats become the default float dtype, ints int64)."""
+    check_device("tensor", device)
+    return Tensor(data, dtype=None if dtype is None else as_dtype(dtype), requires_grad=requires_grad)
+
+
+def as_tensor(data: ArrayLike, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, sharing memory with a NumPy array or tensor of the same dtype (else a copy)."""
+    check_device("as_tensor", device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(as_dtype(dtype))
+    if isinstance(data, np.ndarray) and (dtype is None or as_dtype(dtype) == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray``: a change to one shows in the other, as torch."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.dtype.kind not in "fiub":
+        raise TypeError(f"from_numpy: can't convert an array of dtype {ndarray.dtype}")
+    return Tensor._make(ndarray)
+
+
+def _filled(op: str, fill: Any, size: tuple[Any, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    return _new(op, np.full(_size(op, size), fill, dtype=as_dtype(dtype)), device, requires_grad)
+
+
+def zeros(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return Tensor(np.zeros(_size("zeros", shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
+    return _filled("zeros", 0, size, dtype, device, requires_grad)
 
 
-def ones(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return Tensor(np.ones(_size("ones", shape), dtype=float_dtype(dtype)), requires_grad=requires_grad)
+    return _filled("ones", 1, size, dtype, device, requires_grad)
 
 
-def randn(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Samples from the standard normal distribution."""
-    data = _generator.standard_normal(_size("randn", shape)).astype(float_dtype(dtype))
-    return Tensor(data, requires_grad=requires_grad)
+def empty(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor to be overwritten (torch leaves it uninitialised; here it holds zeros)."""
+    return _filled("empty", 0, size, dtype, device, requires_grad)
 
 
-def rand(*shape: int | Sequence[int], dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Samples from the uniform distribution on [0, 1)."""
-    data = _generator.random(_size("rand", shape)).astype(float_dtype(dtype))
-    return Tensor(data, requires_grad=requires_grad)
+def _scalar_dtype(value: Any) -> np.dtype:
+    """The dtype torch infers from a Python number: bool, int64, or the default float."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, (int, np.integer)):
+        return np.dtype(np.int64)
+    return function.DEFAULT_FLOAT
 
 
-def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None) -> Tensor:
-    """``start, start + step, ...`` below ``end`` (ints give int64, floats float32)."""
+def full(
+    size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value, as torch)."""
+    fill_value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    dtype = _scalar_dtype(fill_value) if dtype is None else dtype
+    return _filled("full", fill_value, (size,), dtype, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The ``n`` by ``m`` (default ``n``) identity matrix."""
+    rows, cols = _size("eye", (n, n if m is None else m))
+    return _new("eye", np.eye(rows, cols, dtype=as_dtype(dtype)), device, requires_grad)
+
+
+def arange(
+    start: float = 0, end: float | None = None, step: float = 1, *,
+    dtype: Any = None, device: Any = None, requires_grad: bool = False,
+) -> Tensor:
+    """``start, start + step, ...`` below ``end`` (ints give int64, floats the default float)."""
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -91,5 +202,143 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
         raise ValueError(f"arange: end {end} cannot be reached from start {start} with step {step}")
     if dtype is None:
         all_ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if all_ints else np.float32
-    return Tensor(np.arange(start, end, step).astype(dtype))
+        dtype = np.int64 if all_ints else function.DEFAULT_FLOAT
+    return _new("arange", np.arange(start, end, step).astype(as_dtype(dtype)), device, requires_grad)
+
+
+def linspace(
+    start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
+    (steps,) = _size("linspace", (steps,))
+    return _new("linspace", np.linspace(start, end, steps).astype(as_dtype(dtype)), device, requires_grad)
+
+
+def rand(
+    *size: int | Sequence[int], generator: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Samples from the uniform distribution on [0, 1)."""
+    data = _rng("rand", generator).random(_size("rand", size)).astype(float_dtype(dtype))
+    return _new("rand", data, device, requires_grad)
+
+
+def randn(
+    *size: int | Sequence[int], generator: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Samples from the standard normal distribution."""
+    data = _rng("randn", generator).standard_normal(_size("randn", size)).astype(float_dtype(dtype))
+    return _new("randn", data, device, requires_grad)
+
+
+def randint(
+    low: int = 0, high: Any = None, size: Any = None, *, generator: Any = None, dtype: Any = None,
+    device: Any = None, requires_grad: bool = False,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if size is None:  # randint(high, size): torch's first overload
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint: expected randint(high, size) or randint(low, high, size)")
+    if high <= low:
+        raise RuntimeError(f"randint: random_ expects 'from' < 'to', got from={low} >= to={high}")
+    data = _rng("randint", generator).integers(low, high, _size("randint", (size,)))
+    return _new("randint", data.astype(as_dtype(np.int64 if dtype is None else dtype)), device, requires_grad)
+
+
+def randperm(
+    n: int, *, generator: Any = None, dtype: Any = int64, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """A random permutation of ``0 .. n-1``."""
+    (n,) = _size("randperm", (n,))
+    return _new("randperm", _rng("randperm", generator).permutation(n).astype(as_dtype(dtype)), device, requires_grad)
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None) -> Tensor:
+    """Samples from normal distributions: ``normal(mean, std, size)`` with floats, or elementwise from tensors."""
+    for name, value in (("mean", mean), ("std", std)):
+        if isinstance(value, Tensor) and value.requires_grad:
+            raise NotImplementedError(f"normal: no gradient to {name} here; pass {name}.detach()")
+    m, s = (v.data if isinstance(v, Tensor) else v for v in (mean, std))
+    if np.any(np.asarray(s) < 0):
+        raise RuntimeError("normal: std must be >= 0")
+    shape = _size("normal", (size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    dtype = next((v.dtype for v in (mean, std) if isinstance(v, Tensor)), function.DEFAULT_FLOAT)
+    if dtype.kind != "f":
+        raise TypeError(f"normal: expected floating-point mean and std, got {dtype}")
+    return Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
+    """Indices drawn from each row's categorical distribution, with weights ``input`` (need not sum to 1)."""
+    weights = np.asarray(input.data if isinstance(input, Tensor) else input, dtype=np.float64)
+    if weights.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {weights.shape}")
+    if np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    rows = weights.reshape(-1, weights.shape[-1])
+    if np.any(rows.sum(axis=1) <= 0):
+        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and np.any((rows > 0).sum(axis=1) < num_samples):
+        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rng = _rng("multinomial", generator)
+    out = np.stack([rng.choice(len(p), size=num_samples, replace=replacement, p=p / p.sum()) for p in rows])
+    return Tensor._make(out.reshape(weights.shape[:-1] + (num_samples,)).astype(np.int64))
+
+
+# -- like another tensor ------------------------------------------------------------
+
+
+def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], Any]:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    return input.shape, input.dtype if dtype is None else dtype
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``input``'s shape and dtype."""
+    shape, dtype = _like(input, dtype)
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``input``'s shape and dtype."""
+    shape, dtype = _like(input, dtype)
+    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor to be overwritten, with ``input``'s shape and dtype (here it holds zeros)."""
+    shape, dtype = _like(input, dtype)
+    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(
+    input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """``fill_value`` everywhere, with ``input``'s shape and dtype."""
+    shape, dtype = _like(input, dtype)
+    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples on [0, 1) with ``input``'s shape and dtype."""
+    shape, dtype = _like(input, dtype)
+    return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples with ``input``'s shape and dtype."""
+    shape, dtype = _like(input, dtype)
+    return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(
+    input: Tensor, low: int = 0, high: Any = None, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers from ``[low, high)`` with ``input``'s shape and dtype: ``randint_like(x, high)`` or ``(x, lo, hi)``."""
+    shape, dtype = _like(input, dtype)
+    low, high = (0, low) if high is None else (low, high)
+    return randint(low, high, shape, dtype=dtype, device=device, requires_grad=requires_grad)

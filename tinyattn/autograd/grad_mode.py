@@ -21,10 +21,19 @@ def is_grad_enabled() -> bool:
     return _grad_enabled
 
 
-def set_grad_enabled(mode: bool) -> None:
-    """Turn graph recording on or off (prefer the context managers)."""
-    global _grad_enabled
-    _grad_enabled = bool(mode)
+class set_grad_enabled:
+    """Turn graph recording on or off: now (``ta.set_grad_enabled(False)``), or for a ``with`` block, as torch."""
+
+    def __init__(self, mode: bool) -> None:
+        global _grad_enabled
+        self._previous, _grad_enabled = _grad_enabled, bool(mode)
+
+    def __enter__(self) -> None:
+        """The mode was set when the object was made; the block runs with it."""
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _grad_enabled
+        _grad_enabled = self._previous
 
 
 class _GradMode:
@@ -58,6 +67,13 @@ class enable_grad(_GradMode):
     """Re-enable graph recording, e.g. inside a ``no_grad`` block."""
 
     mode = True
+
+
+class inference_mode(_GradMode):
+    """torch's faster ``no_grad`` for inference; here the same as ``no_grad`` (``mode=False``: recording on)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = not mode
 
 
 # ---------------------------------------------------------------------------

@@ -17,12 +17,12 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from . import function  # function.DEFAULT_FLOAT: read at each call (set_default_dtype)
 from .function import Context, Function, LeafNode, Node, normalize_dim, result_type
 from .grad_mode import active_recorder, is_grad_enabled
 from .ops.elementwise import (
     Abs,
     Add,
-    Cast,
     Div,
     Exp,
     Log,
@@ -41,6 +41,7 @@ from .ops.matmul import MatMul
 from .ops.reduction import Amax, Mean, Sum, TakeAlong, Var
 from .ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
 from .ops.softmax import LogSoftmax, Softmax
+from .tensor_api import TensorAPI
 
 Scalar = int | float
 ArrayLike = Any
@@ -56,7 +57,7 @@ class MinMax(NamedTuple):
 def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
     """Convert ``data`` to an ndarray with torch's default dtypes.
 
-    Python floats (and lists of them) become float32, Python ints int64, bools
+    Python floats (and lists of them) become the default float (float32), Python ints int64, bools
     bool; a NumPy array keeps its dtype (float64 stays float64). Strings,
     objects and complex numbers raise ``TypeError``.
     """
@@ -74,13 +75,13 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
         )
     if dtype is None and not from_numpy:
         if arr.dtype.kind == "f":
-            arr = arr.astype(np.float32)
+            arr = arr.astype(function.DEFAULT_FLOAT)
         elif arr.dtype.kind in "iu":
             arr = arr.astype(np.int64)
     return arr
 
 
-class Tensor:
+class Tensor(TensorAPI):
     """An n-dimensional array that can record the ops applied to it.
 
     Attributes:
@@ -267,20 +268,6 @@ class Tensor:
         """The number of dimensions."""
         return self.data.ndim
 
-    def dim(self) -> int:
-        """The number of dimensions (torch's spelling)."""
-        return self.data.ndim
-
-    def size(self, dim: int | None = None) -> Any:
-        """The shape, or the length along ``dim``."""
-        if dim is None:
-            return self.data.shape
-        return self.data.shape[normalize_dim("size", dim, self.ndim)]
-
-    def numel(self) -> int:
-        """The number of elements."""
-        return int(self.data.size)
-
     def numpy(self) -> np.ndarray:
         """The value as an ndarray (shares memory, like torch); refused while it requires grad, as in torch."""
         if self._requires_grad:
@@ -289,10 +276,6 @@ class Tensor:
                 "Use tensor.detach().numpy() instead."
             )
         return self.data
-
-    def cpu(self) -> Tensor:
-        """The tensor itself (tinyattn has only the CPU); here so ``t.detach().cpu().numpy()`` runs."""
-        return self
 
     def item(self) -> Scalar:
         """The value of a one-element tensor as a Python number."""
@@ -448,26 +431,6 @@ class Tensor:
         """``value`` where ``mask`` (bool, broadcastable to self) is True, else self."""
         return MaskedFill.apply(self, mask, value=value)
 
-    def to(self, dtype: Any) -> Tensor:
-        """A copy cast to ``dtype`` (differentiable to a float dtype; to int or bool it leaves the graph).
-
-        As torch, the tensor itself when nothing would change (``dtype`` None or its own).
-        """
-        if dtype is None or np.dtype(dtype) == self.dtype:
-            return self
-        dtype = np.dtype(dtype)
-        if dtype.kind != "f":
-            return Tensor._make(self.data.astype(dtype))
-        return Cast.apply(self, dtype=dtype)
-
-    def double(self) -> Tensor:
-        """Cast to float64."""
-        return self.to(np.float64)
-
-    def float(self) -> Tensor:
-        """Cast to float32."""
-        return self.to(np.float32)
-
     # -- reductions (ops/reduction.py) -----------------------------------------
 
     def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -549,10 +512,6 @@ class Tensor:
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one."""
         return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim))
-
-    def contiguous(self) -> Tensor:
-        """No-op (tinyattn has no strides to fix); here so torch code runs unchanged."""
-        return self
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (of a 0-d tensor, dims 0 and -1 are the same one: nothing moves)."""

@@ -35,6 +35,7 @@ from . import init
 from .layers import Linear
 from .module import Module
 from .parameter import Parameter
+from .sdpa_backends import SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's names)
 
 
 class MultiheadAttention(Module):
@@ -64,6 +65,7 @@ class MultiheadAttention(Module):
         vdim: int | None = None,
         batch_first: bool = False,
         *,
+        device: Any = None,
         dtype: Any = None,
     ) -> None:
         super().__init__()
@@ -75,7 +77,7 @@ class MultiheadAttention(Module):
             )
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
-        dtype = float_dtype(dtype)
+        dtype = float_dtype(dtype, device)
         E = embed_dim
         self.embed_dim, self.num_heads, self.head_dim = E, num_heads, E // num_heads
         self.kdim = kdim if kdim is not None else E

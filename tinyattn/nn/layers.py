@@ -18,9 +18,11 @@ from .parameter import Parameter
 class Linear(Module):
     """``y = x W^T + b`` with ``weight (out_features, in_features)``; init U(+-1/sqrt(in)) as torch."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: Any = None) -> None:
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, *, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__()
-        dtype = float_dtype(dtype)
+        dtype = float_dtype(dtype, device)
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(np.empty((out_features, in_features), dtype=dtype))
@@ -43,10 +45,10 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: integer ids ``(...)`` -> rows of ``weight (num_embeddings, embedding_dim)``; init N(0, 1)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, dtype: Any = None) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, *, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=float_dtype(dtype)))
+        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=float_dtype(dtype, device)))
         init.normal_(self.weight)
 
     def forward(self, ids: Tensor | np.ndarray) -> Tensor:
@@ -68,13 +70,14 @@ class LayerNorm(Module):
         elementwise_affine: bool = True,
         bias: bool = True,
         *,
+        device: Any = None,
         dtype: Any = None,
     ) -> None:
         """torch's arguments: ``bias=False`` keeps the scale ``weight`` only."""
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        dtype = float_dtype(dtype)
+        dtype = float_dtype(dtype, device)
         if elementwise_affine:
             self.weight = Parameter(np.ones(shape, dtype=dtype))
             if bias:

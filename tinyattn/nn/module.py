@@ -12,6 +12,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..autograd.devices import check_device
+from ..autograd.tensor_api import to_arguments
 from .parameter import Parameter
 
 
@@ -121,15 +123,31 @@ class Module:
         """Evaluation mode (dropout is the identity)."""
         return self.train(False)
 
-    def to(self, dtype: Any) -> Module:
-        """Cast every parameter (and gradient) to ``dtype``, in place (``None``: nothing to change, as torch)."""
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move to a device and/or cast floating-point parameters (and gradients) to a dtype, in place, as torch.
+
+        ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``; only the CPU exists here, and
+        ``None`` changes nothing. Integer parameters keep their dtype (torch casts floats only).
+        """
+        dtype, _ = to_arguments("Module.to", args, kwargs)
         if dtype is None:
-            return self
-        dtype = np.dtype(dtype)
+            return self  # a device only (the CPU): nothing moves
+        if dtype.kind != "f":
+            raise TypeError(f"Module.to: only floating point dtypes are accepted, but got desired dtype={dtype}")
         for p in self.parameters():
-            p.data = p.data.astype(dtype)
-            if p.grad is not None:
-                p.grad = p.grad.astype(dtype)
+            if p.dtype.kind == "f":
+                p.data = p.data.astype(dtype)
+                if p.grad is not None:
+                    p.grad = p.grad.astype(dtype)
+        return self
+
+    def cpu(self) -> Module:
+        """The module itself: its parameters are on the CPU."""
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Refused: there is no CUDA device here."""
+        check_device("cuda", "cuda" if device is None else device)
         return self
 
     def double(self) -> Module:

@@ -108,8 +108,7 @@ class TransformerEncoderLayer(Module):
     ) -> None:
         """torch's signature and defaults (``batch_first=False``: inputs ``(n, B, d_model)``)."""
         super().__init__()
-        if device not in (None, "cpu"):
-            raise ValueError(f"TransformerEncoderLayer: only the CPU exists here, got device={device!r}")
+        float_dtype(dtype, device)  # (refuses any device but the CPU, and a non-float dtype)
         if isinstance(activation, str):
             if activation not in ("relu", "gelu"):
                 raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a callable, "

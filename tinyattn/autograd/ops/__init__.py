@@ -1,9 +1,10 @@
 """Every op of tinyattn, each a ``Function`` on arrays with its forward and backward side by side.
 
 - ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
-- ``matmul.py``: ``MatMul LinearFn``
-- ``reduction.py``: ``Sum Mean Amax TakeAlong Var``
-- ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack``
+- ``elementwise.py``: ``Sin Cos Clamp Clone`` (torch's other elementwise functions)
+- ``matmul.py``: ``MatMul LinearFn Einsum``
+- ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
+- ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather``
 - ``softmax.py``: ``Softmax LogSoftmax``
 - ``flash_attention.py``: ``FlashAttention``
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import function  # function.DEFAULT_FLOAT: the default float dtype, read at each call (set_default_dtype)
 from ..function import (
-    DEFAULT_FLOAT,
     Context,
     Function,
     broadcast_shapes,
@@ -36,13 +36,13 @@ def _operands(ctx: Context, op: str, a: Any, b: Any, floating: bool = False) -> 
     broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
     dtype = result_type(a, b)
     if floating and dtype.kind != "f":
-        dtype = DEFAULT_FLOAT
+        dtype = function.DEFAULT_FLOAT
     return promote(dtype, a), promote(dtype, b)
 
 
 def _floating(x: np.ndarray) -> np.ndarray:
     """An integer or bool input of ``exp``, ``log``... computes in the default float (float32), as in torch."""
-    return x if x.dtype.kind == "f" else x.astype(DEFAULT_FLOAT)
+    return x if x.dtype.kind == "f" else x.astype(function.DEFAULT_FLOAT)
 
 
 class Add(Function):
@@ -391,3 +391,82 @@ class GELUFn(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         x, cdf, dcdf = ctx.saved_tensors
         return (grad_output * (cdf + x * dcdf),)
+
+
+class Sin(Function):
+    """``out = sin(x)``;  ``dx = dout * cos(x)``."""
+
+    formula = "{out} = sin({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ cos({0})",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
+        ctx.save_for_backward(x)
+        return np.sin(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (grad_output * np.cos(x),)
+
+
+class Cos(Function):
+    """``out = cos(x)``;  ``dx = -dout * sin(x)``."""
+
+    formula = "{out} = cos({0})"
+    grad_formulas = ("d{0} = −d{out} ⊙ sin({0})",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
+        ctx.save_for_backward(x)
+        return np.cos(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (-grad_output * np.sin(x),)
+
+
+class Clamp(Function):
+    """``out = min(max(x, lo), hi)``;  ``dx = dout * [lo <= x <= hi]`` (ends included, as torch)."""
+
+    formula = "{out} = clamp({0}, min, max)"
+    grad_formulas = ("d{0} = d{out} ⊙ [min ≤ {0} ≤ max]",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, min: Any = None, max: Any = None) -> np.ndarray:
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must not be None")
+        bounds = [b for b in (min, max) if b is not None]
+        dtype = result_type(x, *bounds)
+        x = promote(dtype, x)
+        inside = np.ones(x.shape, dtype=bool)
+        if min is not None:
+            inside &= x >= min
+        if max is not None:
+            inside &= x <= max
+        ctx.save_for_backward(inside)
+        out = x if min is None else np.maximum(x, promote(dtype, min))
+        return (out if max is None else np.minimum(out, promote(dtype, max))).astype(dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (inside,) = ctx.saved_tensors
+        return (grad_output * inside,)
+
+
+class Clone(Function):
+    """``out = a copy of x``;  ``dx = dout``."""
+
+    formula = "{out} = {0} (a copy)"
+    grad_formulas = ("d{0} = d{out}",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        return (grad_output,)

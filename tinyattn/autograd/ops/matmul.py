@@ -6,6 +6,8 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from ..function import Context, Function, broadcast_shapes, unbroadcast
@@ -116,3 +118,78 @@ class LinearFn(Function):
         if ctx.needs_input_grad[2]:
             db = grad_output.reshape(-1, out_features).sum(axis=0)  # (out,)
         return dx, dw, db
+
+
+def _parse_einsum(equation: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, int]:
+    """Split ``"bij,bjk->bik"`` into input and output subscripts, an ellipsis spelled out as spare letters.
+
+    Every operand's ``...`` becomes the same ``width`` letters, aligned on the right (as broadcasting is).
+    """
+    equation = equation.replace(" ", "")
+    inputs_part, arrow, output = equation.partition("->")
+    inputs = inputs_part.split(",")
+    if len(inputs) != len(shapes):
+        raise ValueError(f"einsum: the equation {equation!r} has {len(inputs)} operands, got {len(shapes)} tensors")
+    spare = [c for c in string.ascii_letters if c not in equation]
+    width = max((len(s) - len(sub.replace("...", "")) for sub, s in zip(inputs, shapes) if "..." in sub), default=0)
+    dots = "".join(spare[:width])
+    letters = []
+    for sub, shape in zip(inputs, shapes):
+        explicit = sub.replace("...", "")
+        fits = len(explicit) <= len(shape) if "..." in sub else len(sub) == len(shape)
+        if explicit and not explicit.isalpha() or not fits:
+            raise ValueError(f"einsum: subscripts {sub!r} do not fit an operand of shape {shape}")
+        if len(set(explicit)) != len(explicit):
+            raise NotImplementedError(f"einsum: a repeated index within one operand ({sub!r}, a diagonal) is not "
+                                      "supported")
+        letters.append(sub.replace("...", dots[width - (len(shape) - len(explicit)):]))
+    if not arrow:  # implicit output: the ellipsis, then the letters used once, in alphabetical order
+        counts = "".join(inputs).replace("...", "")
+        output = "..." + "".join(sorted(c for c in set(counts) if counts.count(c) == 1))
+    return letters, output.replace("...", dots), width
+
+
+class Einsum(Function):
+    """``out = einsum(equation, *xs)``;  ``dx_i = einsum(dout and every other x_j -> x_i's subscripts)``.
+
+    Each operand's gradient is the same sum with the output's gradient in its place: what
+    ``out`` multiplied ``x_i`` by, summed the way ``x_i``'s indices were spread. An index only
+    ``x_i`` has (summed away) is copied back along its dim; broadcast ``...`` dims are summed.
+    """
+
+    formula = "{out} = einsum(equation, ...)"
+    grad_formulas = ("d{i} = einsum(d{out} with the other operands -> {i}'s subscripts)",)
+
+    @staticmethod
+    def forward(ctx: Context, *xs: np.ndarray, equation: str) -> np.ndarray:
+        xs = tuple(np.asarray(x) for x in xs)
+        if len({x.dtype for x in xs}) > 1:
+            raise RuntimeError(f"einsum: operands have different dtypes {tuple(str(x.dtype) for x in xs)}")
+        letters, output, width = _parse_einsum(equation, [x.shape for x in xs])
+        sizes: dict[str, int] = {}
+        for sub, x in zip(letters, xs):
+            for c, n in zip(sub, x.shape):
+                if sizes.get(c, 1) not in (1, n) and n != 1:
+                    raise ValueError(f"einsum: index {c!r} has sizes {sizes[c]} and {n} in {equation!r}")
+                sizes[c] = max(sizes.get(c, 1), n)
+        ctx.shapes, ctx.letters, ctx.output = [x.shape for x in xs], letters, output
+        full = tuple(np.broadcast_to(x, tuple(sizes[c] for c in sub)) for sub, x in zip(letters, xs))
+        ctx.save_for_backward(*full)
+        return np.einsum(",".join(letters) + "->" + output, *full)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        full = ctx.saved_tensors
+        grads: list[np.ndarray | None] = []
+        for i, (sub, x) in enumerate(zip(ctx.letters, full)):
+            if not ctx.needs_input_grad[i]:
+                grads.append(None)
+                continue
+            others = [ctx.output] + [s for j, s in enumerate(ctx.letters) if j != i]
+            arrays = [grad_output] + [a for j, a in enumerate(full) if j != i]
+            kept = "".join(c for c in sub if c in "".join(others))
+            grad_input = np.einsum(",".join(others) + "->" + kept, *arrays)
+            grad_input = np.expand_dims(grad_input, tuple(k for k, c in enumerate(sub) if c not in kept))
+            grad_input = np.broadcast_to(grad_input, x.shape)  # an index only this operand had: copied along it
+            grads.append(unbroadcast(grad_input, ctx.shapes[i]).reshape(ctx.shapes[i]).astype(x.dtype, copy=False))
+        return tuple(grads)

@@ -130,3 +130,24 @@ class Var(Function):
         grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (2 * centered * grad_output / ctx.denom,)
+
+
+class Norm(Function):
+    """``out = sqrt(sum(x**2, dim))``, the 2-norm;  ``dx = dout * x / out`` (0 where ``out`` is 0, as torch)."""
+
+    formula = "{out} = ‖{0}‖₂"
+    grad_formulas = ("d{0} = d{out} ⊙ {0} / {out}",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
+        ctx.dims = normalize_dims("norm", dim, x.ndim)
+        ctx.keepdim = keepdim
+        out = np.sqrt(np.sum(x * x, axis=ctx.dims, keepdims=keepdim))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        x, out = ctx.saved_tensors
+        scale = np.divide(grad_output, out, out=np.zeros_like(grad_output), where=out != 0)
+        return (x * _expand_back(scale, ctx.dims, ctx.keepdim, x.shape),)

@@ -230,3 +230,64 @@ def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
 def _in_input_dtypes(ctx: Context, pieces: Iterable[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Each gradient piece back in its input's dtype (see ``_promoted``)."""
     return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
+
+
+class Triangle(Function):
+    """``out = tril(x, k)`` or ``triu(x, k)``: the last two dims' lower (upper) triangle, zeros elsewhere;
+    ``dx = dout`` on the same triangle, 0 elsewhere."""
+
+    formula = "{out} = {0} on one triangle, 0 elsewhere"
+    grad_formulas = ("d{0} = d{out} on the same triangle, 0 elsewhere",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, upper: bool, diagonal: int) -> np.ndarray:
+        if x.ndim < 2:
+            raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions, "
+                               f"got shape {x.shape}")
+        rows, cols = x.shape[-2:]
+        keep = np.triu(np.ones((rows, cols), dtype=bool), diagonal) if upper else np.tril(
+            np.ones((rows, cols), dtype=bool), diagonal)
+        ctx.save_for_backward(keep)
+        return np.where(keep, x, np.zeros((), dtype=x.dtype))
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (keep,) = ctx.saved_tensors
+        return (np.where(keep, grad_output, np.zeros((), dtype=grad_output.dtype)),)
+
+
+def _gather_index(op: str, shape: tuple[int, ...], dim: int, index: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Full index arrays for ``x[...]`` picking ``x[i0, .., index[i], .., ik]`` at every position ``i`` of ``index``."""
+    if index.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: expected an int64 index, got dtype {index.dtype}")
+    if index.ndim != len(shape):
+        raise RuntimeError(f"{op}: index {index.shape} and input {shape} must have the same number of dims")
+    if any(n > m for d, (n, m) in enumerate(zip(index.shape, shape)) if d != dim):
+        raise RuntimeError(f"{op}: index of shape {index.shape} is larger than input {shape} outside dim {dim}")
+    if index.size and (index.min() < -shape[dim] or index.max() >= shape[dim]):
+        raise IndexError(f"{op}: index out of range for dim {dim} of size {shape[dim]}")
+    grid: list[np.ndarray] = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+class Gather(Function):
+    """``out[i] = x[i with index[i] at dim]`` (torch's ``gather``);  ``dx[..] += dout`` at those places
+    (``np.add.at``: an element picked twice gets both gradients)."""
+
+    formula = "{out} = gather({0}, dim, index)"
+    grad_formulas = ("d{0}[index] += d{out}  (zeros elsewhere)",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, *, dim: int, index: np.ndarray) -> np.ndarray:
+        if x.ndim == 0:
+            raise RuntimeError("gather: expects a tensor with at least one dim, got a 0-d tensor")
+        ctx.where = _gather_index("gather", x.shape, normalize_dim("gather", dim, x.ndim), np.asarray(index))
+        ctx.shape, ctx.dtype = x.shape, x.dtype
+        return x[ctx.where]
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        dx = np.zeros(ctx.shape, dtype=ctx.dtype)
+        np.add.at(dx, ctx.where, grad_output)
+        return (dx,)

@@ -1,0 +1,379 @@
+"""torch's functions that are also Tensor methods: ``ta.exp(x)`` is ``x.exp()``, ``ta.softmax(x, 1)`` ``x.softmax(1)``.
+
+Each function here is one line: the method it calls holds the op (or the composition),
+so there is one place to read. Arguments are torch's, names and order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .ops.elementwise import Add, Div, Mul, Neg, Sub
+from .tensor import Tensor
+from .tensor_api import einsum
+
+__all__ = [
+    "abs", "add", "allclose", "amax", "amin", "argmax", "argmin", "argsort", "bmm", "clamp", "clip", "clone",
+    "cos", "div", "dot", "einsum", "equal", "exp", "flatten", "flip", "gather", "is_tensor", "isclose", "log",
+    "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill", "matmul", "max",
+    "mean", "min", "mm", "mul", "neg", "norm", "numel", "outer", "permute", "pow", "relu", "repeat_interleave",
+    "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "square", "squeeze", "std", "sub", "sum", "t",
+    "tanh", "topk", "transpose", "tril", "triu", "unbind", "unsqueeze", "var",
+]
+
+
+def _tensor(op: str, input: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input
+
+
+def is_tensor(obj: Any) -> bool:
+    """True if ``obj`` is a tinyattn Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of ``input``."""
+    return _tensor("numel", input).numel()
+
+
+# -- elementwise ---------------------------------------------------------------------------
+
+
+def exp(input: Tensor) -> Tensor:
+    """``e ** input``."""
+    return _tensor("exp", input).exp()
+
+
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm."""
+    return _tensor("log", input).log()
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Square root."""
+    return _tensor("sqrt", input).sqrt()
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return _tensor("tanh", input).tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-input))``."""
+    return _tensor("sigmoid", input).sigmoid()
+
+
+def relu(input: Tensor) -> Tensor:
+    """``max(input, 0)``."""
+    return _tensor("relu", input).relu()
+
+
+def abs(input: Tensor) -> Tensor:
+    """Absolute value."""
+    return _tensor("abs", input).abs()
+
+
+def sin(input: Tensor) -> Tensor:
+    """The sine of each element (in radians)."""
+    return _tensor("sin", input).sin()
+
+
+def cos(input: Tensor) -> Tensor:
+    """The cosine of each element (in radians)."""
+    return _tensor("cos", input).cos()
+
+
+def neg(input: Tensor) -> Tensor:
+    """``-input``."""
+    return Neg.apply(_tensor("neg", input))
+
+
+def square(input: Tensor) -> Tensor:
+    """``input * input``."""
+    return _tensor("square", input).square()
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` (either may be a number)."""
+    return input ** exponent
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``."""
+    return Add.apply(input, other if alpha == 1 else other * alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``."""
+    return Sub.apply(input, other if alpha == 1 else other * alpha)
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """``input * other``."""
+    return Mul.apply(input, other)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """``input / other`` (true division; ``rounding_mode`` "floor" or "trunc" leaves the graph)."""
+    if rounding_mode is None:
+        return Div.apply(input, other)
+    import numpy as np
+
+    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
+    if rounding_mode == "floor":
+        return Tensor._make(np.asarray(np.floor_divide(a, b)))
+    if rounding_mode == "trunc":
+        return Tensor._make(np.asarray(np.trunc(np.true_divide(a, b))).astype(np.result_type(a, b)))
+    raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Each element limited to ``[min, max]``."""
+    return _tensor("clamp", input).clamp(min, max)
+
+
+def clip(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Alias of ``clamp``."""
+    return _tensor("clip", input).clamp(min, max)
+
+
+def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
+    """``value`` where ``mask`` is True, else ``input``."""
+    return _tensor("masked_fill", input).masked_fill(mask, value)
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy that stays in the graph."""
+    return _tensor("clone", input).clone()
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims, zeros above (``tril(ones(n, n))`` is the causal mask)."""
+    return _tensor("tril", input).tril(diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims, zeros below."""
+    return _tensor("triu", input).triu(diagonal)
+
+
+# -- products ---------------------------------------------------------------------------------
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product ``input @ other`` (1-D, 2-D and batched)."""
+    return _tensor("matmul", input) @ other
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """The product of two matrices (2-D only): ``input @ mat2``."""
+    if _tensor("mm", input).ndim != 2 or _tensor("mm", mat2).ndim != 2:
+        raise RuntimeError(f"mm: expected two 2-D tensors, got shapes {input.shape} and {mat2.shape}")
+    return input @ mat2
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """A batch of matrix products (3-D only, same batch size): ``input @ mat2``."""
+    if _tensor("bmm", input).ndim != 3 or _tensor("bmm", mat2).ndim != 3 or input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: expected two 3-D tensors with the same batch size, "
+                           f"got shapes {input.shape} and {mat2.shape}")
+    return input @ mat2
+
+
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """The inner product of two 1-D tensors of the same length: ``input @ tensor``."""
+    if _tensor("dot", input).ndim != 1 or _tensor("dot", tensor).ndim != 1 or input.shape != tensor.shape:
+        raise RuntimeError(f"dot: expected two 1-D tensors of the same size, got shapes {input.shape} "
+                           f"and {tensor.shape}")
+    return input @ tensor
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """``input[i] * vec2[j]`` for every ``i, j``: a column times a row (``unsqueeze`` and ``*``)."""
+    if _tensor("outer", input).ndim != 1 or _tensor("outer", vec2).ndim != 1:
+        raise RuntimeError(f"outer: expected two 1-D tensors, got shapes {input.shape} and {vec2.shape}")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+# -- reductions, sorting, indexing --------------------------------------------------------------
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Sum over ``dim`` (all if None)."""
+    return _tensor("sum", input).to(dtype).sum(dim, keepdim)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Mean over ``dim`` (all if None)."""
+    return _tensor("mean", input).to(dtype).mean(dim, keepdim)
+
+
+def amax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim``; ties share the gradient."""
+    return _tensor("amax", input).amax(dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim``; ties share the gradient."""
+    return _tensor("amin", input).amin(dim, keepdim)
+
+
+def max(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The largest element, or ``(values, indices)`` along ``dim``."""
+    return _tensor("max", input).max(dim, keepdim)
+
+
+def min(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The smallest element, or ``(values, indices)`` along ``dim``."""
+    return _tensor("min", input).min(dim, keepdim)
+
+
+def var(input: Tensor, dim: Any = None, *, correction: int = 1, keepdim: bool = False) -> Tensor:
+    """Variance over ``dim`` with ``correction`` (1: Bessel's)."""
+    return _tensor("var", input).var(dim, keepdim=keepdim, correction=correction)
+
+
+def std(input: Tensor, dim: Any = None, *, correction: int = 1, keepdim: bool = False) -> Tensor:
+    """Standard deviation over ``dim`` with ``correction``."""
+    return _tensor("std", input).std(dim, keepdim=keepdim, correction=correction)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, out: Any = None,
+         dtype: Any = None) -> Tensor:
+    """The ``p``-norm of ``input`` over ``dim``."""
+    if out is not None:
+        raise TypeError("norm: out= is not supported")
+    return _tensor("norm", input).norm(p, dim, keepdim, dtype=dtype)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element (along ``dim``)."""
+    return _tensor("argmax", input).argmax(dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element (along ``dim``)."""
+    return _tensor("argmin", input).argmin(dim, keepdim)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
+    """``(values, indices)`` sorted along ``dim``."""
+    return _tensor("sort", input).sort(dim, descending, stable)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim``."""
+    return _tensor("argsort", input).argsort(dim, descending, stable)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    """The ``k`` largest (or smallest) along ``dim``, as ``(values, indices)``."""
+    return _tensor("topk", input).topk(k, dim, largest, sorted)
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Values of ``input`` picked along ``dim`` at ``index``."""
+    return _tensor("gather", input).gather(dim, index)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True if every element of ``input`` is close to ``other``'s."""
+    return _tensor("allclose", input).allclose(other, rtol, atol, equal_nan)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """Elementwise closeness, as a bool tensor."""
+    return _tensor("isclose", input).isclose(other, rtol, atol, equal_nan)
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if both have the same shape and elements."""
+    return _tensor("equal", input).equal(other)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """True where ``input`` is zero."""
+    return _tensor("logical_not", input).logical_not()
+
+
+def logical_and(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``and``."""
+    return _tensor("logical_and", input).logical_and(other)
+
+
+def logical_or(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``or``."""
+    return _tensor("logical_or", input).logical_or(other)
+
+
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``xor``."""
+    return _tensor("logical_xor", input).logical_xor(other)
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+
+
+def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """Same data, new shape."""
+    return _tensor("reshape", input).reshape(shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Dims ``start_dim..end_dim`` merged into one."""
+    return _tensor("flatten", input).flatten(start_dim, end_dim)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Two dims swapped."""
+    return _tensor("transpose", input).transpose(dim0, dim1)
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose of a tensor with at most 2 dims."""
+    return _tensor("t", input).t()
+
+
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """The dims reordered."""
+    return _tensor("permute", input).permute(dims)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """A dim of size 1 inserted at ``dim``."""
+    return _tensor("unsqueeze", input).unsqueeze(dim)
+
+
+def squeeze(input: Tensor, dim: int | None = None) -> Tensor:
+    """Dims of size 1 removed (only ``dim`` if given)."""
+    return _tensor("squeeze", input).squeeze(dim)
+
+
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """The order of elements reversed along ``dims``."""
+    return _tensor("flip", input).flip(dims)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim``, that dim removed."""
+    return _tensor("unbind", input).unbind(dim)
+
+
+def repeat_interleave(input: Tensor, repeats: Any, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
+    """Each element repeated ``repeats`` times along ``dim``."""
+    return _tensor("repeat_interleave", input).repeat_interleave(repeats, dim)
+
+
+def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed stably."""
+    return _tensor("softmax", input).to(dtype).softmax(dim)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed stably."""
+    return _tensor("log_softmax", input).to(dtype).log_softmax(dim)
+
+

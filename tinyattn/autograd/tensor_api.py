@@ -1,0 +1,494 @@
+# mypy: disable-error-code="misc"
+# (the methods annotate `self: Tensor`, the class that inherits them; mypy calls that "misc" in a mixin)
+"""The rest of torch's ``Tensor`` methods: conversions, devices, sizes, and ops built on the core's.
+
+``Tensor`` (``tensor.py``) inherits these so that torch code runs unchanged; the
+core file keeps the autograd state, the arithmetic and one line per op a student
+follows. Each method here is a conversion (no gradient: ``.long()``, ``.bool()``),
+a one-line call of an op (``sin``, ``clamp``, ``gather``...: the op's class holds
+its formula), or an honest composition of ops, which says so in its docstring
+(its gradient is then the chain rule through those ops).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from .devices import CPU, check_device, device
+from .dtypes import as_dtype
+from .function import normalize_dim
+from .ops.elementwise import Cast, Clamp, Clone, Cos, Sin
+from .ops.matmul import Einsum
+from .ops.reduction import Norm, TakeAlong
+from .ops.shape import Gather, Triangle
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def _array(x: Any) -> Any:
+    return x.data if hasattr(x, "gradient_edge") else x
+
+
+def _int_dim(op: str, dim: Any, ndim: int) -> int:
+    return normalize_dim(op, dim, ndim)
+
+
+def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:
+    """torch's ``to(...)`` forms read as ``(dtype or None, copy)``; the device is checked (the CPU only).
+
+    ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``, each with ``non_blocking``,
+    ``copy`` (and ``memory_format``) as keywords.
+    """
+    unknown = set(kwargs) - {"device", "dtype", "copy", "non_blocking", "memory_format"}
+    if unknown:
+        raise TypeError(f"{op}: unexpected keyword argument {sorted(unknown)[0]!r}")
+    where, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for a in args:
+        if hasattr(a, "gradient_edge"):  # to(other): other's dtype (and device)
+            dtype = a.dtype
+        elif isinstance(a, (str, device)) or (isinstance(a, int) and not isinstance(a, bool)):
+            where = a
+        elif a is not None and not isinstance(a, bool):  # (a bool is non_blocking: nothing to do on the CPU)
+            dtype = a
+    check_device(op, where)
+    return (None if dtype is None else as_dtype(dtype)), bool(kwargs.get("copy", False))
+
+
+class TensorAPI:
+    """torch's Tensor methods around the core: ``to``, ``device``, ``long()``, ``t()``, ``sin``, ``topk``..."""
+
+    # -- devices and dtypes ------------------------------------------------------
+
+    @property
+    def device(self) -> device:
+        """Where the tensor lives: always ``device(type='cpu')``."""
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        """False: tinyattn runs on the CPU only."""
+        return False
+
+    def to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        """This tensor on a device and/or in a dtype: ``to(dtype)``, ``to(device, dtype)``, ``to(other)``.
+
+        As torch, the tensor itself when nothing would change (and ``copy`` is False). A cast to a float
+        dtype is differentiable; to an int or bool dtype the result leaves the graph. Any device but the
+        CPU raises.
+        """
+        dtype, copy = to_arguments("to", args, kwargs)
+        if dtype is None or dtype == self.dtype:
+            return Clone.apply(self) if copy else self
+        if dtype.kind != "f":
+            return self._make(self.data.astype(dtype))
+        return Cast.apply(self, dtype=dtype)
+
+    def cpu(self: Tensor) -> Tensor:
+        """The tensor itself (it is on the CPU); here so ``t.detach().cpu().numpy()`` runs."""
+        return self
+
+    def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """Refused: there is no CUDA device (the error a torch built without CUDA raises)."""
+        check_device("cuda", "cuda" if device is None else device)
+        return self
+
+    def type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
+        """With no argument, the type's name (``"torch.FloatTensor"``, as torch); else ``to(dtype)``."""
+        if dtype is None:
+            return _TYPE_NAMES.get(np.dtype(self.dtype), f"tinyattn.{self.dtype}")
+        if isinstance(dtype, str):
+            names = {v: k for k, v in _TYPE_NAMES.items()}
+            if dtype not in names:
+                raise TypeError(f"type: invalid type {dtype!r}")
+            dtype = names[dtype]
+        return self.to(dtype)
+
+    def type_as(self: Tensor, other: Tensor) -> Tensor:
+        """Cast to ``other``'s dtype."""
+        return self.to(other.dtype)
+
+    def double(self: Tensor) -> Tensor:
+        """Cast to float64."""
+        return self.to(np.float64)
+
+    def float(self: Tensor) -> Tensor:
+        """Cast to float32."""
+        return self.to(np.float32)
+
+    def half(self: Tensor) -> Tensor:
+        """Cast to float16."""
+        return self.to(np.float16)
+
+    def long(self: Tensor) -> Tensor:
+        """Cast to int64 (no gradient flows through)."""
+        return self.to(np.int64)
+
+    def int(self: Tensor) -> Tensor:
+        """Cast to int32 (no gradient flows through)."""
+        return self.to(np.int32)
+
+    def short(self: Tensor) -> Tensor:
+        """Cast to int16 (no gradient flows through)."""
+        return self.to(np.int16)
+
+    def byte(self: Tensor) -> Tensor:
+        """Cast to uint8 (no gradient flows through)."""
+        return self.to(np.uint8)
+
+    def bool(self: Tensor) -> Tensor:
+        """Cast to bool: True where nonzero (no gradient flows through)."""
+        return self.to(np.bool_)
+
+    def is_floating_point(self: Tensor) -> builtins.bool:
+        """True for a float dtype."""
+        return builtins.bool(self.dtype.kind == "f")
+
+    def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
+        """The tensor itself (tinyattn has no strides to fix); here so torch code runs unchanged."""
+        return self
+
+    # -- sizes ---------------------------------------------------------------------
+
+    def dim(self: Tensor) -> builtins.int:
+        """The number of dimensions (torch's spelling of ``ndim``)."""
+        return self.data.ndim
+
+    def ndimension(self: Tensor) -> builtins.int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    def size(self: Tensor, dim: builtins.int | None = None) -> Any:
+        """The shape, or the length along ``dim``."""
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[normalize_dim("size", dim, self.ndim)]
+
+    def numel(self: Tensor) -> builtins.int:
+        """The number of elements."""
+        return builtins.int(self.data.size)
+
+    def nelement(self: Tensor) -> builtins.int:
+        """The number of elements (``numel``)."""
+        return builtins.int(self.data.size)
+
+    def element_size(self: Tensor) -> builtins.int:
+        """Bytes per element."""
+        return builtins.int(self.data.itemsize)
+
+    # -- Python protocols ------------------------------------------------------------
+
+    def __format__(self: Tensor, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats a one-element tensor's value, as torch; otherwise ``str(self)``."""
+        if self.data.size == 1 and self.ndim == 0:
+            return format(self.data.item(), spec)
+        return format(str(self), spec)
+
+    def __index__(self: Tensor) -> builtins.int:
+        """A one-element integer tensor as an index (``range(n)``, ``list[t]``)."""
+        if self.data.size != 1 or self.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors of a single element can be converted to an index "
+                            f"(got dtype {self.dtype}, shape {self.shape})")
+        return builtins.int(self.data.item())
+
+    def __int__(self: Tensor) -> builtins.int:
+        return builtins.int(self.item())
+
+    def __float__(self: Tensor) -> builtins.float:
+        return builtins.float(self.item())
+
+    def __iter__(self: Tensor) -> Iterator[Tensor]:
+        """The slices along dim 0, each differentiable (``for row in x``)."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    # -- logical and bitwise (bool and integer tensors; no gradient) -----------------
+
+    def _logical(self: Tensor, other: Any, ufunc: np.ufunc, op: str) -> Tensor:
+        for x in (self.data, np.asarray(_array(other))):
+            if x.dtype.kind == "f":
+                raise TypeError(f"{op}: not supported for floating-point tensors (dtype {x.dtype}); "
+                                "compare first (x > 0) or use logical_and")
+        return self._make(ufunc(self.data, _array(other)))
+
+    def __invert__(self: Tensor) -> Tensor:
+        if self.dtype.kind == "f":
+            raise TypeError(f"~: bitwise_not is not supported for floating-point tensors (dtype {self.dtype})")
+        return self._make(np.invert(self.data))
+
+    def __and__(self: Tensor, other: Any) -> Tensor:
+        return self._logical(other, np.bitwise_and, "&")
+
+    __rand__ = __and__
+
+    def __or__(self: Tensor, other: Any) -> Tensor:
+        return self._logical(other, np.bitwise_or, "|")
+
+    __ror__ = __or__
+
+    def __xor__(self: Tensor, other: Any) -> Tensor:
+        return self._logical(other, np.bitwise_xor, "^")
+
+    __rxor__ = __xor__
+
+    def logical_not(self: Tensor) -> Tensor:
+        """True where the element is zero (False)."""
+        return self._make(np.logical_not(self.data))
+
+    def logical_and(self: Tensor, other: Tensor) -> Tensor:
+        """Elementwise ``and`` of the truth values."""
+        return self._make(np.logical_and(self.data, _array(other)))
+
+    def logical_or(self: Tensor, other: Tensor) -> Tensor:
+        """Elementwise ``or`` of the truth values."""
+        return self._make(np.logical_or(self.data, _array(other)))
+
+    def logical_xor(self: Tensor, other: Tensor) -> Tensor:
+        """Elementwise ``xor`` of the truth values."""
+        return self._make(np.logical_xor(self.data, _array(other)))
+
+    def isclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> Tensor:
+        """Elementwise ``|self - other| <= atol + rtol * |other|``, as a bool tensor."""
+        return self._make(np.isclose(self.data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def allclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        """True if every element ``isclose``."""
+        return builtins.bool(np.allclose(self.data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def equal(self: Tensor, other: Tensor) -> builtins.bool:
+        """True if both have the same shape and elements."""
+        return builtins.bool(np.array_equal(self.data, _array(other)))
+
+    # -- new tensors like this one ------------------------------------------------------
+
+    def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
+                   requires_grad: builtins.bool = False) -> Tensor:
+        """A copy of ``data`` as a tensor of this dtype."""
+        from .creation import tensor
+
+        return tensor(data, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+
+    def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: builtins.bool = False) -> Tensor:
+        """Zeros of ``size`` in this dtype."""
+        from .creation import zeros
+
+        return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+
+    def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False) -> Tensor:
+        """Ones of ``size`` in this dtype."""
+        from .creation import ones
+
+        return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+
+    def new_full(self: Tensor, size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False) -> Tensor:
+        """``fill_value`` everywhere, of ``size``, in this dtype."""
+        from .creation import full
+
+        return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, device=device,
+                    requires_grad=requires_grad)
+
+    # -- ops: one line each (the op's class has the formula) ---------------------------
+
+    def clone(self: Tensor, memory_format: Any = None) -> Tensor:
+        """A copy that stays in the graph (the gradient passes through unchanged)."""
+        return Clone.apply(self)
+
+    def sin(self: Tensor) -> Tensor:
+        """The sine of each element (in radians)."""
+        return Sin.apply(self)
+
+    def cos(self: Tensor) -> Tensor:
+        """The cosine of each element (in radians)."""
+        return Cos.apply(self)
+
+    def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        """Each element limited to ``[min, max]`` (either may be None); the gradient passes inside it."""
+        for name, bound in (("min", min), ("max", max)):
+            if hasattr(bound, "gradient_edge"):
+                if bound.requires_grad:
+                    raise NotImplementedError(f"clamp: no gradient to a tensor {name} here; pass a number")
+                bound = bound.data
+        return Clamp.apply(self, min=_array(min), max=_array(max))
+
+    def clip(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        """Alias of ``clamp``."""
+        return self.clamp(min, max)
+
+    def tril(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+        """The lower triangle of the last two dims (on and below diagonal ``diagonal``), zeros above."""
+        return Triangle.apply(self, upper=False, diagonal=diagonal)
+
+    def triu(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+        """The upper triangle of the last two dims (on and above diagonal ``diagonal``), zeros below."""
+        return Triangle.apply(self, upper=True, diagonal=diagonal)
+
+    def gather(self: Tensor, dim: builtins.int, index: Tensor) -> Tensor:
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and likewise for any dim), as torch."""
+        return Gather.apply(self, dim=dim, index=_array(index))
+
+    def norm(
+        self: Tensor, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None
+    ) -> Tensor:
+        """The ``p``-norm over ``dim`` (all by default). 2 (``"fro"``) is one op; ``1``, ``inf``, ``-inf``, ``0``
+        and other ``p`` are compositions: ``abs().sum()``, ``abs().amax()``, ``abs().amin()``, a count,
+        ``abs().pow(p).sum().pow(1/p)``."""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind != "f":
+            raise RuntimeError(f"norm: expected a floating point tensor as input, got {x.dtype}")
+        if p in ("fro", 2, 2.0, None):
+            return Norm.apply(x, dim=dim, keepdim=keepdim)
+        if p == "nuc" or isinstance(p, str):
+            raise NotImplementedError(f"norm: p={p!r} (a matrix norm) is not implemented; p-norms of vectors are")
+        if p == math.inf:
+            return x.abs().amax(dim, keepdim)
+        if p == -math.inf:
+            return x.abs().amin(dim, keepdim)
+        if p == 0:
+            return (x != 0).to(x.dtype).sum(dim, keepdim)
+        if p == 1:
+            return x.abs().sum(dim, keepdim)
+        return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+
+    def pow(self: Tensor, exponent: Any) -> Tensor:
+        """``self ** exponent``."""
+        return self ** exponent
+
+    def square(self: Tensor) -> Tensor:
+        """``self * self``."""
+        return self * self
+
+    def t(self: Tensor) -> Tensor:
+        """Transpose of a tensor with at most 2 dims (0-d and 1-d come back as they are), as torch."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self.transpose(0, 1) if self.ndim == 2 else self.reshape(self.shape)
+
+    @property
+    def mT(self: Tensor) -> Tensor:
+        """The last two dims swapped (a batch of matrices, each transposed)."""
+        if self.ndim < 2:
+            raise RuntimeError(f"mT: expected a tensor with 2 or more dimensions, got shape {self.shape}")
+        return self.transpose(-2, -1)
+
+    def view_as(self: Tensor, other: Tensor) -> Tensor:
+        """``view(other.shape)``."""
+        return self.view(other.shape)
+
+    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+        """``reshape(other.shape)``."""
+        return self.reshape(other.shape)
+
+    def expand_as(self: Tensor, other: Tensor) -> Tensor:
+        """``expand(other.shape)``."""
+        return self.expand(other.shape)
+
+    # -- compositions of the core's ops ---------------------------------------------------
+
+    def argmax(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the largest element (of the flattened tensor if ``dim`` is None); the first if tied."""
+        if dim is None:
+            return self._make(np.asarray(np.argmax(self.data), dtype=np.int64))
+        return self._make(np.asarray(np.argmax(self.data, axis=_int_dim("argmax", dim, self.ndim),
+                                                keepdims=keepdim), dtype=np.int64))
+
+    def argmin(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the smallest element (of the flattened tensor if ``dim`` is None); the first if tied."""
+        if dim is None:
+            return self._make(np.asarray(np.argmin(self.data), dtype=np.int64))
+        return self._make(np.asarray(np.argmin(self.data, axis=_int_dim("argmin", dim, self.ndim),
+                                                keepdims=keepdim), dtype=np.int64))
+
+    def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
+             stable: builtins.bool = False) -> Any:
+        """``(values, indices)`` sorted along ``dim``; values are ``self`` picked at the indices (``TakeAlong``)."""
+        from .tensor import MinMax
+
+        if self.ndim == 0:
+            return MinMax(self.reshape(()), self._make(np.zeros((), dtype=np.int64)))
+        d = _int_dim("sort", dim, self.ndim)
+        order = np.argsort(-self.data if descending else self.data, axis=d, kind="stable")
+        return MinMax(TakeAlong.apply(self, index=order, dim=d), self._make(order.astype(np.int64)))
+
+    def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> Tensor:
+        """The indices that sort ``self`` along ``dim``."""
+        return self.sort(dim, descending, stable)[1]
+
+    def topk(self: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:
+        """The ``k`` largest (or smallest) along ``dim`` as ``(values, indices)``: ``sort`` cut to ``k``."""
+        from .tensor import MinMax
+
+        d = _int_dim("topk", dim, self.ndim) if self.ndim else 0
+        length = self.shape[d] if self.ndim else 1
+        if not 0 <= k <= length:
+            raise RuntimeError(f"topk: k ({k}) is out of range for dimension {dim} of size {length}")
+        if self.ndim == 0:
+            return self.sort()
+        order = np.argsort(-self.data if largest else self.data, axis=d, kind="stable")
+        index = np.take(order, np.arange(k), axis=d)
+        return MinMax(TakeAlong.apply(self, index=index, dim=d), self._make(index.astype(np.int64)))
+
+    def repeat(self: Tensor, *sizes: Any) -> Tensor:
+        """Tile the tensor ``sizes[i]`` times along dim ``i`` (``np.tile``): a reshape, an expand and a reshape."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        if len(sizes) < self.ndim:
+            raise RuntimeError(f"repeat: number of dimensions of repeat dims {len(sizes)} can not be smaller "
+                               f"than number of dimensions of tensor {self.ndim}")
+        shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+        spread = tuple(v for n in shape for v in (1, n))  # a size-1 dim before every dim
+        tiled = tuple(v for r, n in zip(sizes, shape) for v in (r, n))
+        return self.reshape(spread).expand(tiled).reshape(tuple(r * n for r, n in zip(sizes, shape)))
+
+    def repeat_interleave(self: Tensor, repeats: Any, dim: builtins.int | None = None,
+                          output_size: builtins.int | None = None) -> Tensor:
+        """Each element repeated ``repeats`` times along ``dim`` (flattened if None): indexing with the
+        repeated positions, so the gradient sums over each element's copies."""
+        x = self.reshape(-1) if dim is None else self
+        d = 0 if dim is None else _int_dim("repeat_interleave", dim, x.ndim)
+        counts = np.asarray(_array(repeats))
+        if np.any(counts < 0):
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        positions = np.repeat(np.arange(x.shape[d]), counts)
+        return x[(slice(None),) * d + (positions,)]
+
+    def flip(self: Tensor, *dims: Any) -> Tensor:
+        """The order of the elements reversed along ``dims``: a ``[::-1]`` slice per dim."""
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        index = [slice(None)] * self.ndim
+        for d in dims:
+            index[_int_dim("flip", d, self.ndim)] = slice(None, None, -1)
+        return self[tuple(index)]
+
+    def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim``, that dim removed: ``self[..., i, ...]`` for each ``i``."""
+        d = _int_dim("unbind", dim, self.ndim)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation: ``einsum("bij,bjk->bik", a, b)`` is a batched matmul (one op, ``Einsum``)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: the first argument must be the equation string, got {type(equation).__name__}")
+    return Einsum.apply(*operands, equation=equation)
+
+
+_TYPE_NAMES = {
+    np.dtype(np.float32): "torch.FloatTensor", np.dtype(np.float64): "torch.DoubleTensor",
+    np.dtype(np.float16): "torch.HalfTensor", np.dtype(np.int64): "torch.LongTensor",
+    np.dtype(np.int32): "torch.IntTensor", np.dtype(np.int16): "torch.ShortTensor",
+    np.dtype(np.int8): "torch.CharTensor", np.dtype(np.uint8): "torch.ByteTensor",
+    np.dtype(np.bool_): "torch.BoolTensor",
+}
