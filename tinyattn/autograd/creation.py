@@ -127,7 +127,7 @@ def tensor(
     return Tensor(data, dtype=None if dtype is None else as_dtype(dtype), requires_grad=requires_grad)
 
 
-def as_tensor(data: ArrayLike, dtype: Any = None, device: Any = None) -> Tensor:
+def as_tensor(data: ArrayLike, *, dtype: Any = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a NumPy array or tensor of the same dtype (else a copy)."""
     check_device("as_tensor", device)
     if isinstance(data, Tensor):

@@ -635,14 +635,14 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return Stack.apply(*tensors, dim=dim)
 
 
-def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    """``x.split(...)``: cut ``x`` along ``dim`` into pieces."""
-    return x.split(split_size_or_sections, dim)
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """``tensor.split(...)``: cut ``tensor`` along ``dim`` into pieces."""
+    return tensor.split(split_size_or_sections, dim)
 
 
-def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """``x.chunk(...)``: ``chunks`` pieces of (nearly) equal size."""
-    return x.chunk(chunks, dim)
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``input.chunk(...)``: ``chunks`` pieces of (nearly) equal size."""
+    return input.chunk(chunks, dim)
 
 
 def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:

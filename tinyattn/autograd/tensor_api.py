@@ -108,9 +108,9 @@ class TensorAPI:
             dtype = names[dtype]
         return self.to(dtype)
 
-    def type_as(self: Tensor, other: Tensor) -> Tensor:
-        """Cast to ``other``'s dtype."""
-        return self.to(other.dtype)
+    def type_as(self: Tensor, tensor: Tensor) -> Tensor:
+        """Cast to ``tensor``'s dtype."""
+        return self.to(tensor.dtype)
 
     def double(self: Tensor) -> Tensor:
         """Cast to float64."""
@@ -268,7 +268,7 @@ class TensorAPI:
 
     # -- new tensors like this one ------------------------------------------------------
 
-    def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
+    def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: builtins.bool = False) -> Tensor:
         """A copy of ``data`` as a tensor of this dtype."""
         from .creation import tensor
@@ -289,7 +289,7 @@ class TensorAPI:
 
         return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
 
-    def new_full(self: Tensor, size: Sequence[builtins.int], fill_value: Any, dtype: Any = None, device: Any = None,
+    def new_full(self: Tensor, size: Sequence[builtins.int], fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         """``fill_value`` everywhere, of ``size``, in this dtype."""
         from .creation import full
@@ -299,7 +299,7 @@ class TensorAPI:
 
     # -- ops: one line each (the op's class has the formula) ---------------------------
 
-    def clone(self: Tensor, memory_format: Any = None) -> Tensor:
+    def clone(self: Tensor, *, memory_format: Any = None) -> Tensor:
         """A copy that stays in the graph (the gradient passes through unchanged)."""
         return Clone.apply(self)
 
@@ -408,7 +408,7 @@ class TensorAPI:
         return self._make(np.asarray(np.argmin(self.data, axis=_int_dim("argmin", dim, self.ndim),
                                                 keepdims=keepdim), dtype=np.int64))
 
-    def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
+    def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
              stable: builtins.bool = False) -> Any:
         """``(values, indices)`` sorted along ``dim``; values are ``self`` picked at the indices (``TakeAlong``)."""
         from .tensor import MinMax
@@ -419,10 +419,10 @@ class TensorAPI:
         order = np.argsort(-self.data if descending else self.data, axis=d, kind="stable")
         return MinMax(TakeAlong.apply(self, index=order, dim=d), self._make(order.astype(np.int64)))
 
-    def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
+    def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
                 stable: builtins.bool = False) -> Tensor:
         """The indices that sort ``self`` along ``dim``."""
-        return self.sort(dim, descending, stable)[1]
+        return self.sort(dim, descending, stable=stable)[1]
 
     def topk(self: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
              sorted: builtins.bool = True) -> Any:
@@ -439,9 +439,9 @@ class TensorAPI:
         index = np.take(order, np.arange(k), axis=d)
         return MinMax(TakeAlong.apply(self, index=index, dim=d), self._make(index.astype(np.int64)))
 
-    def repeat(self: Tensor, *sizes: Any) -> Tensor:
-        """Tile the tensor ``sizes[i]`` times along dim ``i`` (``np.tile``): a reshape, an expand and a reshape."""
-        sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    def repeat(self: Tensor, *repeats: Any) -> Tensor:
+        """Tile the tensor ``repeats[i]`` times along dim ``i`` (``np.tile``): a reshape, an expand and a reshape."""
+        sizes = tuple(repeats[0]) if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)) else repeats
         if len(sizes) < self.ndim:
             raise RuntimeError(f"repeat: number of dimensions of repeat dims {len(sizes)} can not be smaller "
                                f"than number of dimensions of tensor {self.ndim}")
@@ -450,7 +450,7 @@ class TensorAPI:
         tiled = tuple(v for r, n in zip(sizes, shape) for v in (r, n))
         return self.reshape(spread).expand(tiled).reshape(tuple(r * n for r, n in zip(sizes, shape)))
 
-    def repeat_interleave(self: Tensor, repeats: Any, dim: builtins.int | None = None,
+    def repeat_interleave(self: Tensor, repeats: Any, dim: builtins.int | None = None, *,
                           output_size: builtins.int | None = None) -> Tensor:
         """Each element repeated ``repeats`` times along ``dim`` (flattened if None): indexing with the
         repeated positions, so the gradient sums over each element's copies."""
