@@ -366,6 +366,7 @@ def test_clamp_passes_the_gradient_at_its_ends_as_torch():
     (lambda: torch.norm(torch.ones(2, 2), p="nuc"), NotImplementedError, "matrix norm"),
     (lambda: torch.exp([1.0]), TypeError, "argument 'input' must be Tensor"),
     (lambda: torch.ones(2, 3).repeat(2), RuntimeError, "can not be smaller"),
+    (lambda: torch.flip(torch.ones(2, 3), (1, -1)), RuntimeError, "name a dim more than once"),
 ])
 def test_bad_calls_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):

@@ -261,7 +261,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
     """``(values, indices)`` sorted along ``dim``."""
-    return _tensor("sort", input).sort(dim, descending, stable)
+    return _tensor("sort", input).sort(dim, descending, stable=stable)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:

@@ -466,8 +466,11 @@ class TensorAPI:
         """The order of the elements reversed along ``dims``: a ``[::-1]`` slice per dim."""
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         index = [slice(None)] * self.ndim
-        for d in dims:
-            index[_int_dim("flip", d, self.ndim)] = slice(None, None, -1)
+        axes = [_int_dim("flip", d, self.ndim) for d in dims]
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"flip: dims {tuple(dims)} name a dim more than once")
+        for d in axes:
+            index[d] = slice(None, None, -1)
         return self[tuple(index)]
 
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Tensor, ...]:
