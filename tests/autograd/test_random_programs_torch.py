@@ -188,7 +188,7 @@ def chain(rng):
 
 
 def namespace_fns(rng, kind=None):
-    """One of the namespace's functions (``lib.sin(t)``, ``lib.gather(t, d, index)``...), called as torch code calls it."""
+    """One namespace function (``lib.sin(t)``, ``lib.gather(t, d, index)``...), called as torch code calls it."""
     kind = kind or NAMESPACE[int(rng.integers(len(NAMESPACE)))]
     dtype = [np.float64, np.float32, np.int64][int(rng.integers(3))] if kind in ("sin", "cos", "clamp") else None
     shp = shape(rng, ndim=int(rng.integers(2 if kind in ("tril", "triu") else 1, 4)), empty=rng.random() < 0.1)
