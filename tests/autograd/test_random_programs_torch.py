@@ -247,13 +247,31 @@ def namespace_fns(rng, kind=None):
         return [a, b], lambda u, v, lib: getattr(lib, which)(u, v)
     if kind == "clone":
         return [x], lambda t, lib: lib.clone(t) * 2
+    if kind == "pow":
+        x.array = np.abs(x.array) + 0.5
+        exponent = [2, 0.5, -1.5, 3.0][int(rng.integers(4))]
+        if rng.random() < 0.25:
+            return [x], lambda t, lib: lib.square(t)
+        return [x], lambda t, lib: lib.pow(t, exponent)
+    if kind == "views":
+        which = int(rng.integers(4))
+        if which == 0:
+            y = leaf(rng, shape(rng, ndim=int(rng.integers(0, 3))))
+            return [y], lambda t: t.t() * 2
+        if which == 1:
+            y = leaf(rng, shape(rng, ndim=int(rng.integers(2, 4))))
+            return [y], lambda t: t.mT * 2
+        if which == 2:
+            return [x], lambda t, lib: t.view_as(lib.zeros(int(np.prod(shp)))) * 2
+        target = tuple(int(v) for v in rng.integers(1, 3, int(rng.integers(0, 2)))) + tuple(shp)
+        return [x], lambda t, lib: t.expand_as(lib.zeros(target)) * 2
     to = [np.float64, np.float32][int(rng.integers(2))]
     return [x], lambda t, lib: t.to(lib.float64 if to == np.float64 else lib.float32) * 3
 
 
 PRODUCTS = ["mm", "bmm", "dot", "outer", "einsum"]
 NAMESPACE = ["sin", "cos", "clamp", "tril", "triu", "gather", "norm", "topk", "sort", "repeat", "repeat_interleave",
-             "flip", "unbind", *PRODUCTS, "clone", "to"]
+             "flip", "unbind", *PRODUCTS, "clone", "to", "pow", "views"]
 GENERATORS = [binary, unary, reduction, softmaxes, shape_ops, indexing, joins, matmuls, chain, namespace_fns]
 
 
