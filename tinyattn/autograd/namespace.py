@@ -24,7 +24,7 @@ __all__ = [
 
 def _tensor(op: str, input: Any) -> Tensor:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input
 
 
@@ -266,7 +266,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim``."""
-    return _tensor("argsort", input).argsort(dim, descending, stable)
+    return _tensor("argsort", input).argsort(dim, descending, stable=stable)
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:

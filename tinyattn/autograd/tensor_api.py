@@ -342,6 +342,9 @@ class TensorAPI:
         """The ``p``-norm over ``dim`` (all by default). 2 (``"fro"``) is one op; ``1``, ``inf``, ``-inf``, ``0``
         and other ``p`` are compositions: ``abs().sum()``, ``abs().amax()``, ``abs().amin()``, a count,
         ``abs().pow(p).sum().pow(1/p)``."""
+        if dtype is not None and not np.can_cast(self.dtype, as_dtype(dtype), casting="safe"):
+            raise RuntimeError(f"norm: the dtype of the input ({self.dtype}) should be convertible without narrowing "
+                               f"to the specified dtype ({as_dtype(dtype)})")
         x = self if dtype is None else self.to(dtype)
         if x.dtype.kind != "f":
             raise RuntimeError(f"norm: expected a floating point tensor as input, got {x.dtype}")
