@@ -75,9 +75,10 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
     dy_np = rng.standard_normal((B, n, E)).astype(np.float32)
     ta.manual_seed(seed)
     mha = nn.MultiheadAttention(E, h, batch_first=True)
-    mha.in_proj_bias.data[...] = rng.standard_normal(3 * E).astype(np.float32)
-    w_in, b_in = mha.in_proj_weight.data, mha.in_proj_bias.data
-    w_out, b_out = mha.out_proj.weight.data, mha.out_proj.bias.data
+    with ta.no_grad():
+        mha.in_proj_bias.copy_(ta.tensor(rng.standard_normal(3 * E).astype(np.float32)))
+    w_in, b_in = mha.in_proj_weight.detach().numpy(), mha.in_proj_bias.detach().numpy()
+    w_out, b_out = mha.out_proj.weight.detach().numpy(), mha.out_proj.bias.detach().numpy()
 
     def tinyattn_path(need_weights):
         def run():
@@ -85,7 +86,7 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
             x = ta.tensor(x_np, requires_grad=True)
             y, _ = mha(x, x, x, need_weights=need_weights)
             y.backward(dy_np)
-            return y.data, x.grad, mha.in_proj_weight.grad
+            return y.array, x.grad.array, mha.in_proj_weight.grad.array
 
         return run
 

@@ -36,7 +36,7 @@ def main() -> None:
     for name, t in [("x", x), ("w", w)]:
         numeric = np.zeros(t.shape)
         for idx in np.ndindex(t.shape):
-            orig = t.data[idx]
+            orig = t.data[idx].item()  # .data: the same memory, outside the graph (torch's spelling)
             t.data[idx] = orig + eps
             plus = loss_fn(x, w).item()
             t.data[idx] = orig - eps
@@ -45,8 +45,8 @@ def main() -> None:
             numeric[idx] = (plus - minus) / (2 * eps)
         print(f"dL/d{name} {t.shape}   backward | finite difference")
         for idx in np.ndindex(t.shape):
-            print(f"  {name}{list(idx)}  {t.grad[idx]: .8f} | {numeric[idx]: .8f}")
-        print(f"  max |difference| = {np.abs(t.grad - numeric).max():.2e}\n")
+            print(f"  {name}{list(idx)}  {t.grad[idx].item(): .8f} | {numeric[idx]: .8f}")
+        print(f"  max |difference| = {np.abs(t.grad.numpy() - numeric).max():.2e}\n")
 
 
 if __name__ == "__main__":

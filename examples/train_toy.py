@@ -74,7 +74,7 @@ class AttentionModel(nn.Module):
 def accuracy(model: AttentionModel, x: np.ndarray, y: np.ndarray) -> float:
     with ta.no_grad():
         logits, _ = model(x)
-    return float((logits.data.argmax(-1) == y).mean())
+    return (logits.argmax(-1) == ta.tensor(y)).float().mean().item()
 
 
 def plot_curve(history: list[tuple[int, float, float]], path: str) -> None:

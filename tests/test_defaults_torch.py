@@ -18,18 +18,18 @@ pytestmark = pytest.mark.torch
 def test_an_optimizer_step_with_every_default_matches_torch(name):
     data, grad = np.array([1.0, -2.0, 3.0]), np.array([0.5, 0.25, -1.0])
     ours, theirs = nn.Parameter(data.copy()), torch.nn.Parameter(torch.tensor(data))
-    ours.grad, theirs.grad = grad.copy(), torch.tensor(grad)
+    ours.grad, theirs.grad = ta.tensor(grad.copy()), torch.tensor(grad)
     getattr(optim, name)([ours]).step()
     getattr(torch.optim, name)([theirs]).step()
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), rtol=1e-12)
 
 
 def test_dropout_defaults_drop_half_and_layer_norm_uses_torchs_eps(rng):
     ta.manual_seed(0)
-    kept = [float((F.dropout(ta.ones(4000)).data > 0).mean()), float((nn.Dropout()(ta.ones(4000)).data > 0).mean())]
+    kept = [float((F.dropout(ta.ones(4000)).array > 0).mean()), float((nn.Dropout()(ta.ones(4000)).array > 0).mean())]
     assert all(0.45 < k < 0.55 for k in kept)  # p = 0.5 by default
     data = rng.standard_normal((3, 4)) * 1e-3  # tiny variance: eps shows
-    np.testing.assert_allclose(F.layer_norm(ta.tensor(data), (4,)).data,
+    np.testing.assert_allclose(F.layer_norm(ta.tensor(data), (4,)).array,
                                torch.nn.functional.layer_norm(torch.tensor(data), (4,)).numpy(), rtol=1e-10)
     assert nn.TransformerEncoderLayer(4, 2).linear1.weight.shape == tuple(
         torch.nn.TransformerEncoderLayer(4, 2).linear1.weight.shape)  # dim_feedforward 2048
@@ -56,8 +56,8 @@ def test_unbatched_mha_with_a_mask_per_head_matches_torch(rng):
     x, mask = rng.standard_normal((3, 4)), rng.standard_normal((2, 3, 3))  # (L, E) and (h, L, S)
     out, w = ours(*(ta.tensor(x),) * 3, attn_mask=mask, average_attn_weights=False)
     t_out, t_w = theirs(*(torch.tensor(x),) * 3, attn_mask=torch.tensor(mask), average_attn_weights=False)
-    np.testing.assert_allclose(out.data, t_out.detach().numpy(), rtol=1e-10)
-    np.testing.assert_allclose(w.data, t_w.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(out.array, t_out.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(w.array, t_w.detach().numpy(), rtol=1e-10)
 
 
 def test_a_float64_padding_mask_keeps_a_float32_model_float32():

@@ -31,16 +31,18 @@ FUNCTIONS = sorted(set(namespace.__all__) | {
     "get_default_dtype", "set_default_dtype", "set_default_device", "get_default_device", "is_floating_point",
     "cat", "stack", "split", "chunk", "where",
 })
-# (``to``, ``__format__`` and ``__index__`` have no one signature in torch, only overloads of ``*args``:
-# test_namespace.py checks each form they take)
+# ``to`` has no one signature in torch, only overloads of ``*args``; ``uniform_(from, to)`` cannot be written in
+# Python (``from`` is a keyword) and takes ``*bounds``: test_namespace.py and test_in_place.py check each form
 METHODS = sorted(name for name, value in vars(TensorAPI).items()
-                 if callable(value) and not name.startswith("_") and name != "to"
+                 if callable(value) and not name.startswith("_") and name not in ("to", "uniform_")
                  and name.isascii())  # (mutation testing adds its own names to the class)
 
 # What torch documents nowhere in a signature line, but accepts (so ours takes it too).
 OURS_ONLY = {
     ("sort", "stable"): "Tensor.sort's docstring omits it; torch.sort documents it and the method takes it",
     ("argsort", "stable"): "Tensor.argsort's docstring omits it; torch.argsort documents it and the method takes it",
+    ("all", "numpy"): "np.all(t, axis=...) calls t.all with NumPy's names, which torch's method takes too",
+    ("any", "numpy"): "np.any(t, axis=...) calls t.any with NumPy's names, which torch's method takes too",
 }
 # Required here, optional in torch.
 REQUIRED_HERE = {
@@ -168,7 +170,7 @@ def test_tensor_method_takes_torchs_arguments(name):
     except (ValueError, TypeError):
         overloads = documented_signatures(name, theirs.__doc__)
     if overloads == [[]] and hasattr(torch, name):  # "logical_and() -> Tensor, see torch.logical_and()"
-        overloads = [o[1:] for o in documented_signatures(name, getattr(torch, name).__doc__)]
+        overloads = [o[1:] for o in documented_signatures(name, getattr(torch, name).__doc__)] or overloads
     check(f"Tensor.{name}", getattr(ta.Tensor, name), overloads)
 
 

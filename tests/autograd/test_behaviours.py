@@ -40,7 +40,7 @@ def test_a_float32_input_with_a_float64_one_gets_a_float32_gradient(rng):
     assert out.dtype == np.float64
     out.backward(np.ones((2, 3)))
     assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
-    np.testing.assert_allclose(a.grad, np.broadcast_to(b.data, (2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(a.grad, np.broadcast_to(b.array, (2, 3)), rtol=1e-6)
     assert unbroadcast(np.ones((2, 3)), (3,), np.float32).dtype == np.float32
 
 
@@ -49,8 +49,8 @@ def test_every_split_piece_has_the_right_values_and_gradient(rng, sizes, dim):
     x = leaf(rng, 4, 5)
     pieces = x.split(sizes, dim)
     bounds = np.cumsum([p.shape[dim] for p in pieces])[:-1]
-    for piece, expected in zip(pieces, np.split(x.data, bounds, axis=dim)):
-        np.testing.assert_array_equal(piece.data, expected)
+    for piece, expected in zip(pieces, np.split(x.array, bounds, axis=dim)):
+        np.testing.assert_array_equal(piece.array, expected)
     weights = [rng.standard_normal(p.shape) for p in pieces]
     sum((p * w).sum() for p, w in zip(pieces, weights)).backward()
     np.testing.assert_array_equal(x.grad, np.concatenate(weights, axis=dim))
@@ -117,7 +117,7 @@ def test_retain_grad_accumulates_over_two_backwards_and_backward_on_a_leaf():
     assert y.retains_grad
     (y * y).sum().backward(retain_graph=True)
     (y * y).sum().backward()
-    np.testing.assert_allclose(y.grad, 2 * 2 * y.data)
+    np.testing.assert_allclose(y.grad, 2 * 2 * y.array)
     leaf_only = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
     leaf_only.backward(np.array([3.0, 4.0]))
     leaf_only.backward(np.array([1.0, 1.0]))
@@ -172,7 +172,7 @@ def test_gradcheck_tolerances_and_inputs_without_grad(rng):
             return 2.02 * x * grad_output
 
     x = leaf(rng, 4) * 1.0 + 3.0  # away from 0, so the 1% is far above atol
-    x = ta.tensor(x.data, requires_grad=True)
+    x = ta.tensor(x.array, requires_grad=True)
     with pytest.raises(GradcheckError):
         gradcheck(Off.apply, (x,))
     assert gradcheck(Off.apply, (x,), rtol=0.05)

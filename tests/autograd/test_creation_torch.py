@@ -32,9 +32,9 @@ def test_creation_matches_torch(seed):
     assert str(theirs.dtype) == f"torch.{ours.dtype}"
     assert ours.requires_grad == theirs.requires_grad and ours.is_leaf
     if name in ("zeros", "ones"):
-        np.testing.assert_array_equal(ours.data, theirs.detach().numpy())
-    elif name == "rand" and ours.data.size:
-        assert 0.0 <= ours.data.min() and ours.data.max() < 1.0
+        np.testing.assert_array_equal(ours.array, theirs.detach().numpy())
+    elif name == "rand" and ours.array.size:
+        assert 0.0 <= ours.array.min() and ours.array.max() < 1.0
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -56,7 +56,7 @@ def test_arange_matches_torch(seed):
         return
     ours = ta.arange(*args, **kwargs)
     assert str(theirs.dtype) == f"torch.{ours.dtype}", args
-    np.testing.assert_array_equal(ours.data, theirs.numpy(), err_msg=str(args))
+    np.testing.assert_array_equal(ours.array, theirs.numpy(), err_msg=str(args))
 
 
 def test_sizes_and_steps_torch_refuses_are_refused():

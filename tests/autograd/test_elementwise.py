@@ -21,7 +21,7 @@ SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((1,), (2, 3)),
 def test_binary_forward(rng, name, shapes):
     op, ref = BINARY[name]
     a, b = leaf(rng, *shapes[0], positive=True), leaf(rng, *shapes[1], positive=True)
-    np.testing.assert_allclose(op(a, b).data, ref(a.data, b.data))
+    np.testing.assert_allclose(op(a, b).array, ref(a.array, b.array))
 
 
 @pytest.mark.parametrize("name", BINARY)
@@ -35,8 +35,8 @@ def test_binary_backward(rng, name, shapes):
 def test_binary_with_python_scalar_both_sides(rng, name):
     op, ref = BINARY[name]
     x = leaf(rng, 2, 3, positive=True)
-    np.testing.assert_allclose(op(x, 1.5).data, ref(x.data, 1.5))
-    np.testing.assert_allclose(op(1.5, x).data, ref(1.5, x.data))
+    np.testing.assert_allclose(op(x, 1.5).array, ref(x.array, 1.5))
+    np.testing.assert_allclose(op(1.5, x).array, ref(1.5, x.array))
     check(lambda t: op(t, 1.5), x)
     check(lambda t: op(1.5, t), x)
 
@@ -74,7 +74,7 @@ UNARY = {
 def test_unary_forward(rng, name):
     op, ref, positive = UNARY[name]
     x = leaf(rng, 3, 4, positive=positive)
-    np.testing.assert_allclose(op(x).data, ref(x.data))
+    np.testing.assert_allclose(op(x).array, ref(x.array))
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -87,14 +87,14 @@ def test_unary_backward(rng, name):
 
 def test_sigmoid_is_stable_for_huge_inputs():
     out = ta.tensor(np.array([-1000.0, 0.0, 1000.0])).sigmoid()
-    np.testing.assert_allclose(out.data, [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(out.array, [0.0, 0.5, 1.0])
 
 
 def test_masked_fill(rng):
     x = leaf(rng, 3, 4)
     mask = rng.random((1, 4)) > 0.5
     out = x.masked_fill(ta.tensor(mask), -7.0)
-    np.testing.assert_array_equal(out.data, np.where(mask, -7.0, x.data))
+    np.testing.assert_array_equal(out.array, np.where(mask, -7.0, x.array))
     check(lambda t: t.masked_fill(mask, -7.0), x)
 
 
@@ -108,7 +108,7 @@ def test_masked_fill_rejects_non_bool_and_bad_shapes():
 def test_where(rng):
     a, b = leaf(rng, 3, 4), leaf(rng, 4)
     cond = rng.random((3, 4)) > 0.5
-    np.testing.assert_array_equal(ta.where(ta.tensor(cond), a, b).data, np.where(cond, a.data, b.data))
+    np.testing.assert_array_equal(ta.where(ta.tensor(cond), a, b).array, np.where(cond, a.array, b.array))
     check(lambda a, b: ta.where(cond, a, b), a, b)
     check(lambda a: ta.where(cond, a, 0.0), a)
 

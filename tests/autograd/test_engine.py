@@ -19,7 +19,7 @@ def test_gradients_accumulate_across_calls():
     a = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
     (a * a).sum().backward()
     (a * 3.0).sum().backward()
-    np.testing.assert_allclose(a.grad, 2 * a.data + 3.0)
+    np.testing.assert_allclose(a.grad, 2 * a.array + 3.0)
 
 
 def test_non_leaf_keeps_no_grad_unless_retained():
@@ -29,7 +29,7 @@ def test_non_leaf_keeps_no_grad_unless_retained():
     c.retain_grad()
     (b * c).sum().backward()
     assert b.grad is None
-    np.testing.assert_allclose(c.grad, b.data)
+    np.testing.assert_allclose(c.grad, b.array)
     assert not b.is_leaf and a.is_leaf
 
 
@@ -79,7 +79,7 @@ def test_second_backward_raises_unless_retained():
     y = (x * x).sum()
     y.backward(retain_graph=True)
     y.backward()
-    np.testing.assert_allclose(x.grad, 4 * x.data)
+    np.testing.assert_allclose(x.grad, 4 * x.array)
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
 
@@ -124,7 +124,7 @@ class Square(Function):
 def test_custom_function_from_the_docs():
     t = ta.tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
     y = Square.apply(t)
-    np.testing.assert_array_equal(y.data, [1.0, 4.0, 9.0])
+    np.testing.assert_array_equal(y.array, [1.0, 4.0, 9.0])
     y.backward(np.array([1.0, 1.0, 0.5]))
     np.testing.assert_array_equal(t.grad, [2.0, -4.0, 3.0])
 
@@ -133,8 +133,8 @@ def test_grad_function_leaves_dot_grad_alone():
     x = ta.tensor(np.array([1.0, 2.0]), requires_grad=True)
     h = x * 3.0
     (gx, gh) = grad((h * h).sum(), [x, h])
-    np.testing.assert_allclose(gx, 18 * x.data)
-    np.testing.assert_allclose(gh, 2 * h.data)
+    np.testing.assert_allclose(gx, 18 * x.array)
+    np.testing.assert_allclose(gh, 2 * h.array)
     assert x.grad is None
 
 

@@ -65,6 +65,6 @@ def test_grad_takes_one_element_sequences_as_torch():
     y = x * x
     g = np.array([1.0, 0.5, -1.0])
     (dx,) = grad([y], [x], [g], retain_graph=True)
-    np.testing.assert_array_equal(dx, 2 * x.data * g)
+    np.testing.assert_array_equal(dx, 2 * x.array * g)
     (dx2,) = grad((y,), x, (g,))
     np.testing.assert_array_equal(dx2, dx)

@@ -49,10 +49,10 @@ def test_does_not_touch_global_rng(rng):
     x = ta.tensor(rng.standard_normal(3), requires_grad=True)
     state = np.random.get_state()[1].copy()
     ta.manual_seed(3)
-    expected = ta.randn(4).data
+    expected = ta.randn(4).array
     ta.manual_seed(3)
     gradcheck(lambda t: t.exp(), (x,))
-    np.testing.assert_array_equal(ta.randn(4).data, expected)
+    np.testing.assert_array_equal(ta.randn(4).array, expected)
     np.testing.assert_array_equal(np.random.get_state()[1], state)
 
 

@@ -21,7 +21,7 @@ CASES = [
 @pytest.mark.parametrize("sa,sb", CASES)
 def test_matmul_forward(rng, sa, sb):
     a, b = leaf(rng, *sa), leaf(rng, *sb)
-    np.testing.assert_allclose((a @ b).data, a.data @ b.data)
+    np.testing.assert_allclose((a @ b).array, a.array @ b.array)
 
 
 @pytest.mark.parametrize("sa,sb", CASES)
@@ -51,8 +51,8 @@ def test_linear_op(rng, x_shape, bias):
 
     x, w = leaf(rng, *x_shape), leaf(rng, 5, 4)
     b = leaf(rng, 5) if bias else None
-    expected = x.data @ w.data.T + (b.data if bias else 0)
-    np.testing.assert_allclose(LinearFn.apply(x, w, b).data, expected)
+    expected = x.array @ w.array.T + (b.array if bias else 0)
+    np.testing.assert_allclose(LinearFn.apply(x, w, b).array, expected)
     if bias:
         check(lambda x, w, b: LinearFn.apply(x, w, b), x, w, b)
     else:

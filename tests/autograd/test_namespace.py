@@ -193,7 +193,7 @@ def test_factories_follow_torch():
     t = torch.from_numpy(a)
     a[0] = 9  # shares memory, as torch
     assert t.tolist() == [9.0, 1.0, 2.0] and t.dtype == np.float64
-    assert torch.as_tensor(a).data is a and torch.as_tensor(a, dtype=torch.float32).dtype == np.float32
+    assert torch.as_tensor(a).array is a and torch.as_tensor(a, dtype=torch.float32).dtype == np.float32
     assert torch.zeros(2, requires_grad=True).requires_grad
     with pytest.raises(ValueError, match="negative size"):
         torch.zeros(-1)
@@ -272,7 +272,7 @@ def test_shape_methods():
 def test_clone_copies_and_stays_in_the_graph():
     x = torch.randn(3, requires_grad=True)
     y = x.clone()
-    assert y.data is not x.data and y.grad_fn is not None
+    assert y.array is not x.array and y.grad_fn is not None
     y.backward(np.array([1.0, 2.0, 3.0], np.float32))
     assert x.grad.tolist() == [1.0, 2.0, 3.0]
 
@@ -379,7 +379,7 @@ def test_sdpa_kernel_runs_the_one_implementation():
     q = torch.randn(1, 2, 4, 8)
     expected = torch.nn.functional.scaled_dot_product_attention(q, q, q)
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
-        assert np.array_equal(torch.nn.functional.scaled_dot_product_attention(q, q, q).data, expected.data)
+        assert np.array_equal(torch.nn.functional.scaled_dot_product_attention(q, q, q).array, expected.array)
     with pytest.raises(TypeError, match="SDPBackend"):
         with sdpa_kernel("flash"):
             pass

@@ -36,7 +36,7 @@ def test_gelu_keeps_the_dtype_and_matches_torch(rng, approximate, dtype):
     theirs = torch.nn.functional.gelu(torch.tensor(data), approximate=approximate)
     assert ours.dtype == dtype
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(ours.data, theirs.numpy(), **tol)
+    np.testing.assert_allclose(ours.array, theirs.numpy(), **tol)
 
 
 def test_shape_ops_with_size_one_and_negative_dims_match_torch(rng):
@@ -47,11 +47,11 @@ def test_shape_ops_with_size_one_and_negative_dims_match_torch(rng):
     assert ours.squeeze().shape == tuple(theirs.squeeze().shape)
     col = rng.standard_normal((3, 1))
     assert ta.tensor(col).expand(2, -1, 4).shape == tuple(torch.tensor(col).expand(2, -1, 4).shape)
-    np.testing.assert_array_equal(ta.tensor(col).expand(2, -1, 4).data, torch.tensor(col).expand(2, -1, 4).numpy())
+    np.testing.assert_array_equal(ta.tensor(col).expand(2, -1, 4).array, torch.tensor(col).expand(2, -1, 4).numpy())
     for dim in (-1, -3, 2, 0):
         pair = [rng.standard_normal((2, 3)) for _ in range(2)]
         stacked = ta.stack([ta.tensor(a) for a in pair], dim=dim)
-        np.testing.assert_array_equal(stacked.data, torch.stack([torch.tensor(a) for a in pair], dim=dim).numpy())
+        np.testing.assert_array_equal(stacked.array, torch.stack([torch.tensor(a) for a in pair], dim=dim).numpy())
     with pytest.raises(ValueError, match=r"linear: .*\(\) and \(2, 1\)|linear: input of shape \(\)"):
         F.linear(ta.tensor(1.0), ta.ones(2, 1))
 

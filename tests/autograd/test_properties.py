@@ -37,7 +37,7 @@ def test_permute(data, ndim, seed):
     shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
     perm = tuple(data.draw(st.permutations(range(ndim))))
     x = make(shape, seed)
-    np.testing.assert_array_equal(x.permute(*perm).data, np.transpose(x.data, perm))
+    np.testing.assert_array_equal(x.permute(*perm).array, np.transpose(x.array, perm))
     assert gradcheck(lambda t: t.permute(*perm), (x,))
 
 
@@ -65,6 +65,6 @@ def test_softmax_any_dim(shape, data, seed):
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = make(shape, seed)
     y = x.softmax(dim)
-    np.testing.assert_allclose(y.data.sum(axis=dim), 1.0)
+    np.testing.assert_allclose(y.array.sum(axis=dim), 1.0)
     assert gradcheck(lambda t: t.softmax(dim), (x,))
     assert gradcheck(lambda t: t.log_softmax(dim), (x,))

@@ -291,7 +291,7 @@ def run(lib, inputs, fn, upstream_seed):
         if "lib" not in str(err):
             raise
         out = fn(*args)
-    result = out.detach().numpy() if lib is torch else out.data.copy()
+    result = out.detach().numpy() if lib is torch else out.array.copy()
     grads = [None] * len(args)
     if out.requires_grad and out.dtype in (torch.float32, torch.float64, np.float32, np.float64):
         upstream = np.random.default_rng(upstream_seed).standard_normal(tuple(out.shape))

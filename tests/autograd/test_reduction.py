@@ -15,8 +15,8 @@ DIMS = [None, 0, -1, (0, 2), (1,)]
 def test_reduction(rng, name, dim, keepdim):
     x = leaf(rng, 2, 3, 4)
     out = getattr(x, name)(dim=dim, keepdim=keepdim)
-    ref = {"sum": np.sum, "mean": np.mean, "amax": np.max}[name](x.data, axis=dim, keepdims=keepdim)
-    np.testing.assert_allclose(out.data, ref)
+    ref = {"sum": np.sum, "mean": np.mean, "amax": np.max}[name](x.array, axis=dim, keepdims=keepdim)
+    np.testing.assert_allclose(out.array, ref)
     check(lambda t: getattr(t, name)(dim=dim, keepdim=keepdim), x)
 
 
@@ -25,9 +25,9 @@ def test_reduction(rng, name, dim, keepdim):
 def test_var(rng, dim, correction):
     x = leaf(rng, 2, 3, 4)
     out = x.var(dim=dim, correction=correction)
-    np.testing.assert_allclose(out.data, np.var(x.data, axis=dim, ddof=correction))
+    np.testing.assert_allclose(out.array, np.var(x.array, axis=dim, ddof=correction))
     check(lambda t: t.var(dim=dim, keepdim=True, correction=correction), x)
-    np.testing.assert_allclose(x.var(dim, unbiased=False).data, np.var(x.data, axis=dim))
+    np.testing.assert_allclose(x.var(dim, unbiased=False).array, np.var(x.array, axis=dim))
 
 
 def test_max_no_dim_and_ties_share_gradient():

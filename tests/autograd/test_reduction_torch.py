@@ -54,7 +54,7 @@ def test_reduction_matches_torch(seed):
     case = f"{op}(dim={dim}, keepdim={keepdim}, correction={correction}) of {shape} {np.dtype(dtype).name}"
     assert ours.shape == tuple(theirs.shape) and ours.dtype == dtype and our_grad.dtype == dtype, case
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), **tol, err_msg=case)
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), **tol, err_msg=case)
     np.testing.assert_allclose(our_grad, their_grad.numpy(), **tol, err_msg=case)
 
 

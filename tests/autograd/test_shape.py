@@ -9,8 +9,8 @@ from tests.helpers import check, leaf
 
 def test_reshape_and_view(rng):
     x = leaf(rng, 2, 3, 4)
-    np.testing.assert_array_equal(x.reshape(6, -1).data, x.data.reshape(6, 4))
-    np.testing.assert_array_equal(x.view((4, 6)).data, x.data.reshape(4, 6))
+    np.testing.assert_array_equal(x.reshape(6, -1).array, x.array.reshape(6, 4))
+    np.testing.assert_array_equal(x.view((4, 6)).array, x.array.reshape(4, 6))
     check(lambda t: t.reshape(4, 6), x)
     check(lambda t: t.transpose(0, 2).reshape(-1), x)  # non-contiguous input
 
@@ -22,12 +22,12 @@ def test_reshape_error_names_original_shape():
 
 def test_transpose_permute_T(rng):
     x = leaf(rng, 2, 3, 4)
-    np.testing.assert_array_equal(x.transpose(0, 2).data, np.swapaxes(x.data, 0, 2))
-    np.testing.assert_array_equal(x.permute(2, 0, 1).data, np.transpose(x.data, (2, 0, 1)))
+    np.testing.assert_array_equal(x.transpose(0, 2).array, np.swapaxes(x.array, 0, 2))
+    np.testing.assert_array_equal(x.permute(2, 0, 1).array, np.transpose(x.array, (2, 0, 1)))
     check(lambda t: t.transpose(-1, 0), x)
     check(lambda t: t.permute(1, 2, 0), x)
     m = leaf(rng, 3, 5)
-    np.testing.assert_array_equal(m.T.data, m.data.T)
+    np.testing.assert_array_equal(m.T.array, m.array.T)
     check(lambda t: t.T, m)
 
 
@@ -74,17 +74,17 @@ INDEXES = [
 @pytest.mark.parametrize("index", INDEXES, ids=repr)
 def test_getitem(rng, index):
     x = leaf(rng, 3, 4)
-    np.testing.assert_array_equal(x[index].data, x.data[index])
+    np.testing.assert_array_equal(x[index].array, x.array[index])
     check(lambda t: t[index], x)
 
 
 def test_getitem_bool_mask_and_tensor_index(rng):
     x = leaf(rng, 3, 4)
-    mask = x.data > 0
-    np.testing.assert_array_equal(x[ta.tensor(mask)].data, x.data[mask])
+    mask = x.array > 0
+    np.testing.assert_array_equal(x[ta.tensor(mask)].array, x.array[mask])
     check(lambda t: t[mask], x)
     idx = ta.tensor([2, 2, 1])
-    np.testing.assert_array_equal(x[idx].data, x.data[[2, 2, 1]])
+    np.testing.assert_array_equal(x[idx].array, x.array[[2, 2, 1]])
 
 
 def test_getitem_repeated_index_accumulates():
@@ -95,10 +95,10 @@ def test_getitem_repeated_index_accumulates():
 
 def test_cat_stack(rng):
     a, b = leaf(rng, 2, 3), leaf(rng, 2, 5)
-    np.testing.assert_array_equal(ta.cat([a, b], dim=1).data, np.concatenate([a.data, b.data], 1))
+    np.testing.assert_array_equal(ta.cat([a, b], dim=1).array, np.concatenate([a.array, b.array], 1))
     check(lambda a, b: ta.cat([a, b], dim=-1), a, b)
     c, d = leaf(rng, 2, 3), leaf(rng, 2, 3)
-    np.testing.assert_array_equal(ta.stack([c, d], dim=1).data, np.stack([c.data, d.data], 1))
+    np.testing.assert_array_equal(ta.stack([c, d], dim=1).array, np.stack([c.array, d.array], 1))
     check(lambda c, d: ta.stack([c, d], dim=1), c, d)
 
 
@@ -113,7 +113,7 @@ def test_split_chunk(rng):
     assert [p.shape for p in parts] == [(2, 4), (2, 4), (1, 4)]
     parts = x.split([1, 3], dim=1)
     assert [p.shape for p in parts] == [(5, 1), (5, 3)]
-    np.testing.assert_array_equal(parts[1].data, x.data[:, 1:])
+    np.testing.assert_array_equal(parts[1].array, x.array[:, 1:])
     assert [p.shape for p in x.chunk(2)] == [(3, 4), (2, 4)]
     check(lambda t: t.chunk(2, dim=1)[1] * t.chunk(2, dim=1)[0], x)
     with pytest.raises(ValueError, match="do not sum"):

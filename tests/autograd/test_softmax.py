@@ -15,7 +15,7 @@ def reference_softmax(x, dim):
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax(rng, dim):
     x = leaf(rng, 2, 3, 4)
-    np.testing.assert_allclose(x.softmax(dim).data, reference_softmax(x.data, dim))
+    np.testing.assert_allclose(x.softmax(dim).array, reference_softmax(x.array, dim))
     check(lambda t: t.softmax(dim), x)
     check(lambda t: t.transpose(0, 2).softmax(dim), x)
 
@@ -23,15 +23,15 @@ def test_softmax(rng, dim):
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_log_softmax(rng, dim):
     x = leaf(rng, 2, 3, 4)
-    np.testing.assert_allclose(x.log_softmax(dim).data, np.log(reference_softmax(x.data, dim)))
+    np.testing.assert_allclose(x.log_softmax(dim).array, np.log(reference_softmax(x.array, dim)))
     check(lambda t: t.log_softmax(dim), x)
 
 
 def test_huge_logits_are_stable():
     x = ta.tensor(np.array([[1000.0, 0.0, -1000.0], [1e4, 1e4, 0.0]]))
-    y = x.softmax(-1).data
+    y = x.softmax(-1).array
     np.testing.assert_allclose(y, [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]])
-    ly = x.log_softmax(-1).data
+    ly = x.log_softmax(-1).array
     assert np.all(np.isfinite(ly[:, :2]))
     np.testing.assert_allclose(ly[0], [0.0, -1000.0, -2000.0])
 
@@ -39,6 +39,6 @@ def test_huge_logits_are_stable():
 def test_fully_masked_row_gives_zeros_not_nan():
     x = ta.tensor(np.array([[0.0, -np.inf], [-np.inf, -np.inf]]), requires_grad=True)
     y = x.softmax(-1)
-    np.testing.assert_array_equal(y.data, [[1.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(y.array, [[1.0, 0.0], [0.0, 0.0]])
     y.backward(np.array([[1.0, 2.0], [3.0, 4.0]]))
     np.testing.assert_array_equal(x.grad, np.zeros((2, 2)))

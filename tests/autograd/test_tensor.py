@@ -31,10 +31,10 @@ def test_attributes():
     t = ta.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert t.shape == (2, 3) and t.ndim == 2 and t.size() == (2, 3) and t.size(-1) == 3
     assert len(t) == 2 and t.is_leaf and t.grad is None
-    assert np.asarray(t.detach()) is t.data and t.detach().cpu().numpy() is t.data  # shares memory, like torch
+    assert np.asarray(t.detach()) is t.array and t.detach().cpu().numpy() is t.array  # shares memory, like torch
     assert ta.tensor(np.array([4.0])).item() == 4.0
     d = t.detach()
-    assert not d.requires_grad and d.data is t.data
+    assert not d.requires_grad and d.array is t.array
     assert "requires_grad=True" in repr(t) and "dtype=float64" in repr(t)
     assert "grad_fn=<Mul>" in repr(t * 2.0)
     with pytest.raises(ValueError, match="one-element"):
@@ -46,21 +46,21 @@ def test_comparisons_are_bool_without_grad():
     for out, ref in [(t < 2, [1, 0, 0]), (t <= 2, [1, 1, 0]), (t > 2, [0, 0, 1]), (t >= 2, [0, 1, 1]),
                      (t == 2, [0, 1, 0]), (t != 2, [1, 0, 1])]:
         assert out.dtype == np.bool_ and not out.requires_grad
-        np.testing.assert_array_equal(out.data, np.array(ref, dtype=bool))
+        np.testing.assert_array_equal(out.array, np.array(ref, dtype=bool))
 
 
 def test_factories_and_seed():
     assert ta.zeros(2, 3).dtype == np.float32 and ta.zeros((2, 3)).shape == (2, 3)
     assert ta.ones(4, dtype=ta.float64).dtype == np.float64
-    np.testing.assert_array_equal(ta.arange(4).data, [0, 1, 2, 3])
+    np.testing.assert_array_equal(ta.arange(4).array, [0, 1, 2, 3])
     assert ta.arange(0, 1, 0.5).dtype == np.float32
     ta.manual_seed(7)
     a, u = ta.randn(3, 4), ta.rand(2)
     ta.manual_seed(7)
     b, v = ta.randn(3, 4), ta.rand(2)
-    np.testing.assert_array_equal(a.data, b.data)
-    np.testing.assert_array_equal(u.data, v.data)
-    assert a.dtype == np.float32 and np.all((u.data >= 0) & (u.data < 1))
+    np.testing.assert_array_equal(a.array, b.array)
+    np.testing.assert_array_equal(u.array, v.array)
+    assert a.dtype == np.float32 and np.all((u.array >= 0) & (u.array < 1))
     assert ta.randn(2, requires_grad=True).requires_grad
 
 

@@ -30,7 +30,7 @@ def test_a_tensor_made_from_a_tensor_copies_it():
     src = ta.tensor([1.0, 2.0])
     copy = ta.tensor(src)
     assert copy.tolist() == [1.0, 2.0] and copy.dtype == np.float32
-    copy.data[0] = 5.0
+    copy.array[0] = 5.0
     assert src.tolist() == [1.0, 2.0]
 
 
@@ -60,14 +60,14 @@ def test_attention_on_3d_inputs_and_its_dropout():
     rng = np.random.default_rng(0)
     q, k, v = (ta.tensor(rng.standard_normal((2, n, 3))) for n in (4, 5, 5))  # (h, n, d), no batch dim
     out, p = F.attention(q, k, v)
-    scores = q.data @ np.swapaxes(k.data, -1, -2) / np.sqrt(3)
+    scores = q.array @ np.swapaxes(k.array, -1, -2) / np.sqrt(3)
     expected = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
-    np.testing.assert_allclose(p.data, expected, rtol=1e-12)
-    np.testing.assert_allclose(out.data, expected @ v.data, rtol=1e-12)
+    np.testing.assert_allclose(p.array, expected, rtol=1e-12)
+    np.testing.assert_allclose(out.array, expected @ v.array, rtol=1e-12)
     ta.manual_seed(0)
     _, dropped = F.attention(ta.zeros(1, 200, 3), ta.zeros(1, 50, 3), ta.zeros(1, 50, 3), dropout_p=0.2)
     assert dropped.name == "P_drop"  # the explainer's label for the weights after dropout
-    assert 0.77 < (dropped.data > 0).mean() < 0.83  # p = 0.2 drops a fifth
+    assert 0.77 < (dropped.array > 0).mean() < 0.83  # p = 0.2 drops a fifth
 
 
 @pytest.mark.parametrize("call, message", [

@@ -26,15 +26,15 @@ def test_in_place_ops_cast_like_torch(op, self_dtype, other):
         return
     getattr(ours, op)(other)
     assert str(theirs.dtype) == f"torch.{ours.dtype}"
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_numpy_interop_dtype_copy_and_reductions():
     t = ta.tensor([1.0, 2.0])
-    assert np.asarray(t).dtype == np.float32 and np.shares_memory(np.asarray(t), t.data)
+    assert np.asarray(t).dtype == np.float32 and np.shares_memory(np.asarray(t), t.array)
     assert np.asarray(t, dtype=np.float64).dtype == np.float64
     copied = np.array(t)  # np.array copies
-    assert not np.shares_memory(copied, t.data) and copied.dtype == np.float32
+    assert not np.shares_memory(copied, t.array) and copied.dtype == np.float32
     assert np.add(t, 1.0, dtype=np.float64).dtype == np.float64  # a ufunc's keyword arguments are kept
     total = np.add.reduce(t)
     assert not isinstance(total, ta.Tensor) and total == 3.0
@@ -63,16 +63,16 @@ def test_max_min_std_arguments_like_torch(rng):
             v, i = getattr(ours, name)(dim=1, keepdim=keepdim)
             tv, ti = getattr(theirs, name)(dim=1, keepdim=keepdim)
             assert v.shape == tuple(tv.shape) and i.shape == tuple(ti.shape) and i.dtype == np.int64
-            np.testing.assert_array_equal(i.data, ti.numpy())
+            np.testing.assert_array_equal(i.array, ti.numpy())
         for keepdim in (False, True):  # a 0-d tensor: 0-d values and indices, as torch
             v, i = getattr(ta.tensor(4.0, requires_grad=True), name)(dim=0, keepdim=keepdim)
             tv, ti = getattr(torch.tensor(4.0), name)(dim=0, keepdim=keepdim)
             assert v.shape == tuple(tv.shape) == () and i.shape == tuple(ti.shape) == ()
             assert v.item() == 4.0 and i.item() == 0 and i.dtype == np.int64
             v.backward()
-    np.testing.assert_allclose(ours.amin(dim=1, keepdim=True).data, theirs.amin(dim=1, keepdim=True).numpy())
+    np.testing.assert_allclose(ours.amin(dim=1, keepdim=True).array, theirs.amin(dim=1, keepdim=True).numpy())
     np.testing.assert_allclose(ours.std(unbiased=False).item(), theirs.std(unbiased=False).item())
-    np.testing.assert_allclose(ours.std(1, False, True).data, theirs.std(1, False, True).numpy())
+    np.testing.assert_allclose(ours.std(1, False, True).array, theirs.std(1, False, True).numpy())
     with pytest.raises(TypeError, match=r"min: dim must be an int, got tuple \(for two tensors use ta.where\)"):
         ours.min(dim=(0, 1))
     with pytest.raises(TypeError, match=r"max: dim must be an int, got Tensor \(for two tensors use ta.where\)"):
@@ -104,7 +104,7 @@ def test_split_chunk_cat_stack_match_torch(seed):
     upstream = rng.standard_normal(joined.shape)
     (joined * ta.tensor(upstream)).sum().backward()
     (their_joined * torch.tensor(upstream)).sum().backward()
-    np.testing.assert_allclose(joined.data, their_joined.detach().numpy())
+    np.testing.assert_allclose(joined.array, their_joined.detach().numpy())
     np.testing.assert_allclose(ours.grad, theirs.grad.numpy())
     a, b = ta.tensor(data), ta.tensor(data + 1)
     assert ta.cat([a, b]).shape == tuple(torch.cat([torch.tensor(data)] * 2).shape)  # dim 0 by default
@@ -135,7 +135,7 @@ def test_add_with_alpha_matches_torch(alpha):
     ours, theirs = ta.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0])
     ours.add_(ta.tensor([4.0, 8.0]), alpha=alpha)
     theirs.add_(torch.tensor([4.0, 8.0]), alpha=alpha)
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_promotion_of_bool_unsigned_and_0d_operands_matches_torch():
@@ -149,7 +149,7 @@ def test_promotion_of_bool_unsigned_and_0d_operands_matches_torch():
     for case in cases:
         ours, theirs = case(ta), case(torch)
         assert str(theirs.dtype) == f"torch.{ours.dtype}"
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_matmul_refuses_what_torch_refuses():

@@ -61,7 +61,7 @@ def test_op_matches_torch(case):
     ours = [ta.tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     out_ours, out_theirs = fn(*ours), fn(*theirs)
-    np.testing.assert_allclose(out_ours.data, out_theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out_ours.array, out_theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
     upstream = rng.standard_normal(out_ours.shape)
     out_ours.backward(upstream)
     out_theirs.backward(torch.tensor(upstream))

@@ -43,9 +43,9 @@ class ChapterMHA(nn.Module):
 
         return {
             "in_proj_weight": np.concatenate(
-                [self.q_proj.weight.data, self.k_proj.weight.data, self.v_proj.weight.data]
+                [self.q_proj.weight.array, self.k_proj.weight.array, self.v_proj.weight.array]
             ),
-            "in_proj_bias": np.concatenate([self.q_proj.bias.data, self.k_proj.bias.data, self.v_proj.bias.data]),
-            "out_proj.weight": self.out_proj.weight.data,
-            "out_proj.bias": self.out_proj.bias.data,
+            "in_proj_bias": np.concatenate([self.q_proj.bias.array, self.k_proj.bias.array, self.v_proj.bias.array]),
+            "out_proj.weight": self.out_proj.weight.array,
+            "out_proj.bias": self.out_proj.bias.array,
         }

@@ -27,7 +27,7 @@ def reference_attention(q, k, v, additive=None):
 def test_sdpa_values(rng):
     q, k, v = leaf(rng, 2, 3, 4), leaf(rng, 2, 5, 4), leaf(rng, 2, 5, 6)
     out = F.scaled_dot_product_attention(q, k, v)
-    np.testing.assert_allclose(out.data, reference_attention(q.data, k.data, v.data))
+    np.testing.assert_allclose(out.array, reference_attention(q.array, k.array, v.array))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal", "batched_bool"])
@@ -50,14 +50,14 @@ def test_sdpa_gradcheck_with_each_mask(rng, mask_kind):
         additive = kwargs["attn_mask"]
     elif mask_kind == "causal":
         additive = np.where(np.tril(np.ones((3, 3), dtype=bool)), 0.0, -np.inf)
-    np.testing.assert_allclose(out.data, reference_attention(q.data, k.data, v.data, additive))
+    np.testing.assert_allclose(out.array, reference_attention(q.array, k.array, v.array, additive))
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs), q, k, v)
 
 
 def test_sdpa_bool_mask_true_means_attend(rng):
     q, k, v = leaf(rng, 1, 4), leaf(rng, 2, 4), leaf(rng, 2, 3)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=np.array([[True, False]]))
-    np.testing.assert_allclose(out.data, v.data[:1])  # only key 0 may be attended
+    np.testing.assert_allclose(out.array, v.array[:1])  # only key 0 may be attended
 
 
 def test_sdpa_errors():
@@ -79,7 +79,7 @@ def make_mha(**kwargs):
     # non-zero biases, so their gradients are not trivially checked at zero
     for name, p in m.named_parameters():
         if "bias" in name:
-            p.data[...] = np.random.default_rng(1).standard_normal(p.shape)
+            p.array[...] = np.random.default_rng(1).standard_normal(p.shape)
     return m
 
 
@@ -100,14 +100,14 @@ def test_mha_forward_matches_the_formula(rng):
     x = leaf(rng, 2, 3, 4)
     out, w = m(x, x, x, average_attn_weights=False)
     E, h, d = 4, 2, 2
-    W, b = m.in_proj_weight.data, m.in_proj_bias.data
-    q, k, v = (x.data @ W[i * E : (i + 1) * E].T + b[i * E : (i + 1) * E] for i in range(3))
+    W, b = m.in_proj_weight.array, m.in_proj_bias.array
+    q, k, v = (x.array @ W[i * E : (i + 1) * E].T + b[i * E : (i + 1) * E] for i in range(3))
     split = lambda t: t.reshape(2, 3, h, d).transpose(0, 2, 1, 3)  # noqa: E731
     heads = reference_attention(split(q), split(k), split(v))  # (B, h, L, d)
     concat = heads.transpose(0, 2, 1, 3).reshape(2, 3, E)
-    np.testing.assert_allclose(out.data, concat @ m.out_proj.weight.data.T + m.out_proj.bias.data)
+    np.testing.assert_allclose(out.array, concat @ m.out_proj.weight.array.T + m.out_proj.bias.array)
     assert w.shape == (2, 2, 3, 3)
-    np.testing.assert_allclose(w.data.sum(-1), 1.0)
+    np.testing.assert_allclose(w.array.sum(-1), 1.0)
 
 
 @pytest.mark.parametrize(
@@ -158,10 +158,10 @@ def test_mha_bool_mask_true_means_masked_out(rng):
     x = leaf(rng, 1, 3, 4)
     padding = np.array([[False, True, True]])
     _, w = m(x, x, x, key_padding_mask=padding)
-    np.testing.assert_allclose(w.data[0, :, 0], 1.0)
-    np.testing.assert_array_equal(w.data[0, :, 1:], 0.0)
+    np.testing.assert_allclose(w.array[0, :, 0], 1.0)
+    np.testing.assert_array_equal(w.array[0, :, 1:], 0.0)
     _, w2 = m(x, x, x, attn_mask=np.triu(np.ones((3, 3), dtype=bool), k=1))  # causal
-    np.testing.assert_array_equal(np.triu(w2.data[0], k=1), 0.0)
+    np.testing.assert_array_equal(np.triu(w2.array[0], k=1), 0.0)
 
 
 def test_mha_unbatched(rng):
@@ -170,7 +170,7 @@ def test_mha_unbatched(rng):
     out, w = m(x, x, x, key_padding_mask=np.array([False, False, True]))
     assert out.shape == (3, 4) and w.shape == (3, 3)
     out_b, w_b = m(x.unsqueeze(1), x.unsqueeze(1), x.unsqueeze(1), key_padding_mask=np.array([[False, False, True]]))
-    np.testing.assert_allclose(out.data, out_b.data[:, 0])
+    np.testing.assert_allclose(out.array, out_b.array[:, 0])
     _, wh = m(x, x, x, average_attn_weights=False, attn_mask=np.zeros((2, 3, 3), bool))
     assert wh.shape == (2, 3, 3)
     check_mha(m, x, x, x)
@@ -189,8 +189,8 @@ def test_fully_masked_query_has_no_nan_anywhere(rng):
     blocked = np.zeros((3, 3), dtype=bool)
     blocked[1] = True  # query 1 may attend to nothing
     out, w = m(x, x, x, attn_mask=blocked)
-    np.testing.assert_array_equal(w.data[:, 1], 0.0)
-    np.testing.assert_allclose(out.data[:, 1], np.broadcast_to(m.out_proj.bias.data, (2, 4)))
+    np.testing.assert_array_equal(w.array[:, 1], 0.0)
+    np.testing.assert_allclose(out.array[:, 1], np.broadcast_to(m.out_proj.bias.array, (2, 4)))
     (out * ta.tensor(rng.standard_normal(out.shape))).sum().backward()
     for name, p in [("x", x), *m.named_parameters()]:
         assert np.all(np.isfinite(p.grad)), name
@@ -202,12 +202,12 @@ def test_dropout_on_weights_only_in_training(rng):
     x = leaf(rng, 2, 4, 4)
     ta.manual_seed(3)
     _, w_train = m(x, x, x, average_attn_weights=False)
-    assert np.any(w_train.data == 0) and np.any(w_train.data > 1.0 / 4)
+    assert np.any(w_train.array == 0) and np.any(w_train.array > 1.0 / 4)
     m.eval()
     _, w1 = m(x, x, x)
     _, w2 = m(x, x, x)
-    np.testing.assert_array_equal(w1.data, w2.data)
-    np.testing.assert_allclose(w1.data.sum(-1), 1.0)
+    np.testing.assert_array_equal(w1.array, w2.array)
+    np.testing.assert_allclose(w1.array.sum(-1), 1.0)
 
 
 def test_mha_constructor_errors():
@@ -251,7 +251,7 @@ def test_parameter_names_and_shapes_like_torch():
     m2 = nn.MultiheadAttention(8, 2, bias=False, kdim=3, vdim=5)
     assert {n: p.shape for n, p in m2.named_parameters()} == {
         "q_proj_weight": (8, 8), "k_proj_weight": (8, 3), "v_proj_weight": (8, 5), "out_proj.weight": (8, 8)}
-    np.testing.assert_array_equal(nn.MultiheadAttention(8, 2).in_proj_bias.data, 0.0)
+    np.testing.assert_array_equal(nn.MultiheadAttention(8, 2).in_proj_bias.array, 0.0)
     bound = math.sqrt(6 / (8 + 24))
-    w = nn.MultiheadAttention(8, 2).in_proj_weight.data
+    w = nn.MultiheadAttention(8, 2).in_proj_weight.array
     assert np.all(np.abs(w) <= bound) and np.abs(w).max() > bound / 2

@@ -44,33 +44,33 @@ def test_core_equals_the_per_head_reference(seed):
     out, p = F.multi_head_attention(*tensors, h, tuple(ta.tensor(w) for w in weights),
                                     None if biases is None else tuple(ta.tensor(b) for b in biases),
                                     None if mask is None else ta.tensor(mask))
-    np.testing.assert_allclose(out.data, expected, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(p.data, expected_p, rtol=1e-10, atol=1e-12)  # weights by default, no dropout
+    np.testing.assert_allclose(out.array, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(p.array, expected_p, rtol=1e-10, atol=1e-12)  # weights by default, no dropout
     fused, none = F.multi_head_attention(*tensors, h, tuple(ta.tensor(w) for w in weights),
                                          None if biases is None else tuple(ta.tensor(b) for b in biases),
                                          None if mask is None else ta.tensor(mask), need_weights=False)
     assert none is None
-    np.testing.assert_allclose(fused.data, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fused.array, expected, rtol=1e-10, atol=1e-12)
 
 
 def test_mha_dropout_reaches_the_fused_path_and_differs_call_to_call():
     ta.manual_seed(0)
     mha = nn.MultiheadAttention(4, 2, dropout=0.5, batch_first=True, dtype=ta.float64)
     x = ta.randn(2, 6, 4, dtype=ta.float64)
-    first, second = (mha(x, x, x, need_weights=False)[0].data for _ in range(2))
-    plain = mha.eval()(x, x, x, need_weights=False)[0].data
+    first, second = (mha(x, x, x, need_weights=False)[0].array for _ in range(2))
+    plain = mha.eval()(x, x, x, need_weights=False)[0].array
     assert not np.allclose(first, plain) and not np.allclose(first, second)
 
 
 def test_sdpa_draws_fresh_dropout_masks_and_no_randomness_without_dropout():
     q = ta.randn(1, 2, 5, 3, dtype=ta.float64)
-    outs = [F.scaled_dot_product_attention(q, q, q, dropout_p=p).data for p in (0.5, 0.5, 1.0)]
+    outs = [F.scaled_dot_product_attention(q, q, q, dropout_p=p).array for p in (0.5, 0.5, 1.0)]
     assert not np.allclose(outs[0], outs[1])
     ta.manual_seed(3)
-    expected = ta.randn(3).data
+    expected = ta.randn(3).array
     ta.manual_seed(3)
     F.scaled_dot_product_attention(q, q, q)  # no dropout: the generator is left alone
-    np.testing.assert_array_equal(ta.randn(3).data, expected)
+    np.testing.assert_array_equal(ta.randn(3).array, expected)
 
 
 @pytest.mark.parametrize("embed_dim, num_heads", [(0, 1), (4, 0), (-2, 1)])
@@ -103,14 +103,14 @@ def test_mha_input_checks_name_the_argument():
 
 def test_f_dropout_keeps_the_dtype_even_at_p_1():
     x = ta.ones(3, 4)
-    assert F.dropout(x, 1.0).dtype == np.float32 and not F.dropout(x, 1.0).data.any()
+    assert F.dropout(x, 1.0).dtype == np.float32 and not F.dropout(x, 1.0).array.any()
     assert F.dropout(x, 0.5).dtype == np.float32
 
 
 def test_cross_entropy_with_one_class_and_an_ignored_row():
     logits = ta.tensor(np.zeros((2, 1)), requires_grad=True)
     loss = F.cross_entropy(logits, np.array([0, -100]), reduction="none")
-    np.testing.assert_array_equal(loss.data, [0.0, 0.0])  # log softmax of one class is 0
+    np.testing.assert_array_equal(loss.array, [0.0, 0.0])  # log softmax of one class is 0
 
 
 def test_float_ids_or_targets_that_require_grad_get_the_dtype_message():
@@ -127,4 +127,4 @@ def test_ids_and_targets_may_be_plain_lists():
     weight = ta.tensor(np.arange(8.0).reshape(4, 2))
     assert F.embedding([3, 0], weight).tolist() == [[6.0, 7.0], [0.0, 1.0]]
     logits = ta.tensor(np.log(np.array([[0.25, 0.75], [0.5, 0.5]])))
-    np.testing.assert_allclose(F.cross_entropy(logits, [1, 0], reduction="none").data, [-np.log(0.75), np.log(2)])
+    np.testing.assert_allclose(F.cross_entropy(logits, [1, 0], reduction="none").array, [-np.log(0.75), np.log(2)])

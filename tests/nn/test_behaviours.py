@@ -15,32 +15,32 @@ from ..helpers import check, leaf
 def test_sdpa_uses_the_scale_it_is_given(rng):
     q, k, v = leaf(rng, 2, 3, 4), leaf(rng, 2, 5, 4), leaf(rng, 2, 5, 2)
     for scale in (0.1, 2.0):
-        weights = np.exp(q.data @ k.data.transpose(0, 2, 1) * scale)
+        weights = np.exp(q.array @ k.array.transpose(0, 2, 1) * scale)
         weights /= weights.sum(-1, keepdims=True)
-        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, scale=scale).data, weights @ v.data)
+        np.testing.assert_allclose(F.scaled_dot_product_attention(q, k, v, scale=scale).array, weights @ v.array)
 
 
 def test_dropout_rates(rng):
     ta.manual_seed(0)
     x = ta.ones(20_000)
     for p in (0.1, 0.5):
-        kept = F.dropout(x, p).data
+        kept = F.dropout(x, p).array
         assert abs((kept == 0).mean() - p) < 0.02 and np.allclose(kept[kept != 0], 1 / (1 - p))
-    assert np.all(F.dropout(x, 1.0).data == 0) and F.dropout(x, 0.5, training=False) is x
+    assert np.all(F.dropout(x, 1.0).array == 0) and F.dropout(x, 0.5, training=False) is x
     mha = nn.MultiheadAttention(4, 1, dropout=0.5, batch_first=True)
     q = ta.randn(1, 200, 4)
     _, weights = mha(q, q, q)
-    zeros = (weights.data == 0).mean()
+    zeros = (weights.array == 0).mean()
     assert 0.4 < zeros < 0.6  # the attention-dropout rate is the one given
 
 
 def test_losses_and_their_modules(rng):
     x, y = leaf(rng, 3, 4), ta.tensor(rng.standard_normal((3, 4)))
-    np.testing.assert_allclose(F.mse_loss(x, y, reduction="none").data, (x.data - y.data) ** 2)
-    np.testing.assert_allclose(nn.MSELoss(reduction="sum")(x, y).item(), ((x.data - y.data) ** 2).sum())
+    np.testing.assert_allclose(F.mse_loss(x, y, reduction="none").array, (x.array - y.array) ** 2)
+    np.testing.assert_allclose(nn.MSELoss(reduction="sum")(x, y).item(), ((x.array - y.array) ** 2).sum())
     logits = leaf(rng, 5)
     one = F.cross_entropy(logits, np.array(2))  # 1-D logits and a scalar target
-    assert np.isclose(one.item(), -(logits.data[2] - np.log(np.exp(logits.data).sum())))
+    assert np.isclose(one.item(), -(logits.array[2] - np.log(np.exp(logits.array).sum())))
     batch = leaf(rng, 3, 5)
     targets = np.array([1, -100, -100])  # one valid target: the mean is over it alone
     assert np.isclose(F.cross_entropy(batch, targets).item(),
@@ -50,13 +50,13 @@ def test_losses_and_their_modules(rng):
 
 def test_softmax_functions_and_layer_norm_options(rng):
     x = leaf(rng, 2, 3, 4)
-    np.testing.assert_allclose(F.softmax(x, 1).data.sum(1), 1.0)
-    np.testing.assert_allclose(np.exp(F.log_softmax(x, -1).data).sum(-1), 1.0)
+    np.testing.assert_allclose(F.softmax(x, 1).array.sum(1), 1.0)
+    np.testing.assert_allclose(np.exp(F.log_softmax(x, -1).array).sum(-1), 1.0)
     layer = nn.LayerNorm((3, 4), eps=0.5, dtype=ta.float64)  # a tuple normalized_shape, a large eps
-    out = layer(x).data
-    mean = x.data.mean((1, 2), keepdims=True)
-    var = x.data.var((1, 2), keepdims=True)
-    np.testing.assert_allclose(out, (x.data - mean) / np.sqrt(var + 0.5))
+    out = layer(x).array
+    mean = x.array.mean((1, 2), keepdims=True)
+    var = x.array.var((1, 2), keepdims=True)
+    np.testing.assert_allclose(out, (x.array - mean) / np.sqrt(var + 0.5))
     check(lambda t: layer(t), x)
 
 
@@ -65,7 +65,7 @@ def test_linear_initial_weights_follow_torchs_bounds():
     layer = nn.Linear(100, 50)
     bound = 1 / math.sqrt(100)
     for p in (layer.weight, layer.bias):
-        assert np.abs(p.data).max() <= bound and np.abs(p.data).max() > 0.9 * bound
+        assert np.abs(p.array).max() <= bound and np.abs(p.array).max() > 0.9 * bound
 
 
 def test_mha_with_kdim_equal_to_embed_dim_but_another_vdim(rng):
@@ -81,10 +81,10 @@ def test_state_dict_keys_two_deep_and_load_copies(rng):
     saved = {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in outer.state_dict().items()}
     outer.load_state_dict(saved)
     saved["1.bias"][...] = 123.0  # the module holds a copy
-    assert outer[1].bias.data[0] != 123.0
+    assert outer[1].bias.array[0] != 123.0
     state = outer.state_dict()
     state["1.weight"][...] = 7.0  # and hands out copies
-    assert not np.any(outer[1].weight.data == 7.0)
+    assert not np.any(outer[1].weight.array == 7.0)
 
 
 def test_optimizer_resumes_after_load_state_dict_exactly():
@@ -96,9 +96,9 @@ def test_optimizer_resumes_after_load_state_dict_exactly():
                 fresh = optim.AdamW([p], lr=0.1, betas=(0.5, 0.7), eps=1e-3, weight_decay=0.2)
                 fresh.load_state_dict(opt.state_dict())
                 opt = fresh
-            p.grad = np.array([0.3 * step - 1, 0.5])
+            p.grad = ta.tensor(np.array([0.3 * step - 1, 0.5]), dtype=p.dtype)
             opt.step()
-        return p.data
+        return p.array
 
     np.testing.assert_array_equal(run(split=3), run(split=-1))
 
@@ -108,9 +108,9 @@ def test_adamw_uses_its_betas_and_eps():
         p = nn.Parameter(np.array([1.0]))
         opt = optim.AdamW([p], lr=0.1, **kwargs)
         for g in (1.0, -0.5, 0.25):
-            p.grad = np.array([g])
+            p.grad = ta.tensor(np.array([g]), dtype=p.dtype)
             opt.step()
-        return p.data[0]
+        return p.array[0]
 
     base = final()
     assert final(betas=(0.5, 0.999)) != base and final(betas=(0.9, 0.5)) != base and final(eps=0.5) != base
@@ -121,9 +121,9 @@ def test_a_parameter_without_a_gradient_does_not_stop_the_others(name):
     a, b, c = (nn.Parameter(np.array([1.0])) for _ in range(3))
     opt = getattr(optim, name)([a, b, c], lr=0.1)
     for _ in range(2):
-        a.grad, b.grad, c.grad = None, np.array([1.0]), np.array([1.0])
+        a.grad, b.grad, c.grad = None, ta.tensor(np.array([1.0])), ta.tensor(np.array([1.0]))
         opt.step()
-    assert a.data[0] == 1.0 and b.data[0] < 1.0 and c.data[0] == b.data[0]
+    assert a.array[0] == 1.0 and b.array[0] < 1.0 and c.array[0] == b.array[0]
     if name != "SGD":
         assert opt.state[1]["step"] == opt.state[2]["step"] == 2 and 0 not in opt.state
 
@@ -145,7 +145,7 @@ def test_optimizer_argument_checks():
 def test_cross_entropy_checks_and_shapes(rng):
     logits = leaf(rng, 3, 4)
     targets = ta.tensor(np.array([0, 3, 1]))  # a tensor of targets works like an array
-    assert np.isclose(F.cross_entropy(logits, targets).item(), F.cross_entropy(logits, targets.data).item())
+    assert np.isclose(F.cross_entropy(logits, targets).item(), F.cross_entropy(logits, targets.array).item())
     assert F.cross_entropy(logits, targets, reduction="none").shape == (3,)
     with pytest.raises(ValueError, match="target 4 is out of range for 4 classes"):
         F.cross_entropy(logits, np.array([0, 4, 1]))
@@ -168,12 +168,12 @@ def test_dropout_arguments_and_dtype():
     for bad in (-0.1, 1.1):
         with pytest.raises(ValueError, match=rf"dropout: p must be in \[0, 1\], got {bad}"):
             F.dropout(x, bad)
-    assert np.all(F.dropout(x, 1.0).data == 0)
+    assert np.all(F.dropout(x, 1.0).array == 0)
 
 
 def test_embedding_checks(rng):
     weight = leaf(rng, 5, 2)
-    np.testing.assert_array_equal(F.embedding(ta.tensor(np.array([4, 0])), weight).data, weight.data[[4, 0]])
+    np.testing.assert_array_equal(F.embedding(ta.tensor(np.array([4, 0])), weight).array, weight.array[[4, 0]])
     with pytest.raises(IndexError, match="embedding: index 5 is out of range for 5 embeddings"):
         F.embedding(np.array([0, 5]), weight)
     with pytest.raises(IndexError, match="embedding: index -2 is out of range"):
@@ -184,8 +184,8 @@ def test_embedding_checks(rng):
 
 def test_mse_loss_reductions_and_shape_check(rng):
     x, y = leaf(rng, 2, 3), rng.standard_normal((2, 3))
-    assert np.isclose(F.mse_loss(x, y).item(), ((x.data - y) ** 2).mean())
-    assert np.isclose(nn.MSELoss()(x, ta.tensor(y)).item(), ((x.data - y) ** 2).mean())
+    assert np.isclose(F.mse_loss(x, y).item(), ((x.array - y) ** 2).mean())
+    assert np.isclose(nn.MSELoss()(x, ta.tensor(y)).item(), ((x.array - y) ** 2).mean())
     with pytest.raises(ValueError, match=r"mse_loss: input shape \(2, 3\) and target shape \(3,\) differ"):
         F.mse_loss(x, np.ones(3))
     with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none'"):
@@ -198,25 +198,25 @@ def test_layers_dtypes_and_options(rng):
         assert all(p.dtype == np.float32 for p in make(None).parameters())  # torch's default
         assert all(p.dtype == np.float64 for p in make(ta.float64).parameters())
     assert nn.LayerNorm(3).weight.shape == (3,) and nn.LayerNorm([2, 3]).weight.shape == (2, 3)
-    assert np.all(nn.Linear(0, 3).weight.data == 0)  # no inputs: torch's bound is 0
+    assert np.all(nn.Linear(0, 3).weight.array == 0)  # no inputs: torch's bound is 0
     assert nn.Dropout(1.0)(ta.ones(4)).tolist() == [0.0] * 4
     with pytest.raises(ValueError, match="p must be in"):
         nn.Dropout(1.5)
     logits = leaf(rng, 3, 4)
     targets = np.array([1, 2, 3])
     loss = nn.CrossEntropyLoss(ignore_index=2, reduction="none")(logits, targets)
-    np.testing.assert_allclose(loss.data, F.cross_entropy(logits, targets, ignore_index=2, reduction="none").data)
-    assert loss.data[1] == 0
+    np.testing.assert_allclose(loss.array, F.cross_entropy(logits, targets, ignore_index=2, reduction="none").array)
+    assert loss.array[1] == 0
     x, y = leaf(rng, 2, 2), ta.tensor(rng.standard_normal((2, 2)))
-    np.testing.assert_allclose(nn.MSELoss(reduction="none")(x, y).data, (x.data - y.data) ** 2)
+    np.testing.assert_allclose(nn.MSELoss(reduction="none")(x, y).array, (x.array - y.array) ** 2)
 
 
 def test_linear_init_bounds_at_one_and_zero_inputs():
     ta.manual_seed(0)
     one = nn.Linear(1, 64)  # bound 1 / sqrt(1) = 1: uniform in [-1, 1], not all zero
-    assert 0.5 < np.abs(one.weight.data).max() <= 1.0 and 0.5 < np.abs(one.bias.data).max() <= 1.0
+    assert 0.5 < np.abs(one.weight.array).max() <= 1.0 and 0.5 < np.abs(one.bias.array).max() <= 1.0
     empty = nn.Linear(0, 3)  # no inputs: torch's bound is 0, so the bias starts at 0
-    assert empty.weight.shape == (3, 0) and not empty.bias.data.any()
+    assert empty.weight.shape == (3, 0) and not empty.bias.array.any()
 
 
 def test_linear_names_the_dtypes_it_got():

@@ -37,4 +37,4 @@ def test_output_matches_reference_mha_only_without_the_slip(slip):
     reference = nn.MultiheadAttention(16, 2, batch_first=True, dtype=ta.float64)
     reference.load_state_dict(model.packed_state_dict())
     expected, _ = reference(x, x, x)
-    assert np.allclose(out.data, expected.data, rtol=1e-10, atol=1e-12) != slip
+    assert np.allclose(out.array, expected.array, rtol=1e-10, atol=1e-12) != slip

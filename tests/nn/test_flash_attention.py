@@ -54,12 +54,12 @@ def test_fused_op_equals_composed_and_passes_gradcheck(rng, mask_kind, block_siz
     out = F.scaled_dot_product_attention(q, k, v, block_size=block_size, **kwargs)
     grad_out = rng.standard_normal(out.shape)
     out.backward(grad_out)
-    fused_grads = [t.grad.copy() for t in (q, k, v)]
+    fused_grads = [t.grad.numpy().copy() for t in (q, k, v)]
     for t in (q, k, v):
         t.grad = None
     ref = composed(q, k, v, additive(kwargs))
     ref.backward(grad_out)
-    np.testing.assert_allclose(out.data, ref.data, atol=1e-12)
+    np.testing.assert_allclose(out.array, ref.array, atol=1e-12)
     for got, t in zip(fused_grads, (q, k, v)):
         np.testing.assert_allclose(got, t.grad, atol=1e-12)
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, block_size=block_size, **kwargs), q, k, v)
@@ -70,7 +70,7 @@ def test_a_query_that_sees_no_key_gets_zeros_and_no_nan(rng):
     kwargs = masks(rng)["fully_masked_rows"]
     out = F.scaled_dot_product_attention(q, k, v, block_size=2, **kwargs)
     out.backward(rng.standard_normal(out.shape))
-    assert np.all(out.data[:, :, [1, 3]] == 0)
+    assert np.all(out.array[:, :, [1, 3]] == 0)
     for t in (q, k, v):
         assert np.all(np.isfinite(t.grad))
     assert np.all(q.grad[:, :, [1, 3]] == 0)
@@ -82,8 +82,8 @@ def test_grouped_query_attention(rng, q_heads, kv_heads):
     q, k, v = leaf(rng, B, q_heads, L, D), leaf(rng, B, kv_heads, S, D), leaf(rng, B, kv_heads, S, 4)
     mask = leaf(rng, B, q_heads, L, S)  # one mask per query head, itself differentiable
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, block_size=4)
-    k_rep, v_rep = (ta.tensor(np.repeat(t.data, group, axis=1)) for t in (k, v))
-    np.testing.assert_allclose(out.data, composed(q, k_rep, v_rep, ta.tensor(mask.data)).data, atol=1e-12)
+    k_rep, v_rep = (ta.tensor(np.repeat(t.array, group, axis=1)) for t in (k, v))
+    np.testing.assert_allclose(out.array, composed(q, k_rep, v_rep, ta.tensor(mask.array)).array, atol=1e-12)
     check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True, block_size=4),
           q, k, v, mask)
     with pytest.raises(ValueError, match="enable_gqa=True"):
@@ -99,10 +99,10 @@ def test_dropout_keeps_the_expected_value(dtype):
     q, v = ta.zeros(1, 64, 8, dtype=dtype), ta.ones(1, 256, 8, dtype=dtype)
     out = F.scaled_dot_product_attention(q, ta.zeros(1, 256, 8, dtype=dtype), v, dropout_p=0.5, block_size=32)
     assert out.dtype == dtype
-    assert abs(out.data.mean() - 1.0) < 0.05  # standard error 1 / 128
-    assert 0.5 < out.data.std() * 16 < 2.0  # each row: the mean of 256 kept-or-not, sd (1/16) sqrt(p / (1 - p))
+    assert abs(out.array.mean() - 1.0) < 0.05  # standard error 1 / 128
+    assert 0.5 < out.array.std() * 16 < 2.0  # each row: the mean of 256 kept-or-not, sd (1/16) sqrt(p / (1 - p))
     all_dropped = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
-    np.testing.assert_array_equal(all_dropped.data, np.zeros((1, 64, 8)))  # torch's zeros, not 0 / 0
+    np.testing.assert_array_equal(all_dropped.array, np.zeros((1, 64, 8)))  # torch's zeros, not 0 / 0
 
 
 def test_a_float_mask_that_requires_grad_gets_dS(rng):
@@ -114,15 +114,15 @@ def test_a_float_mask_that_requires_grad_gets_dS(rng):
 def test_scale_and_dropout(rng):
     q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
     out = F.scaled_dot_product_attention(q, k, v, scale=0.3, block_size=4)
-    np.testing.assert_allclose(out.data, composed(q, k, v, scale=0.3).data, atol=1e-12)
+    np.testing.assert_allclose(out.array, composed(q, k, v, scale=0.3).array, atol=1e-12)
 
     def with_dropout(q, k, v):
         ta.manual_seed(5)  # the same keep-masks at every evaluation
         return F.scaled_dot_product_attention(q, k, v, dropout_p=0.4, block_size=4)
 
     check(with_dropout, q, k, v)
-    dropped = with_dropout(q, k, v).data
-    assert not np.allclose(dropped, F.scaled_dot_product_attention(q, k, v).data)
+    dropped = with_dropout(q, k, v).array
+    assert not np.allclose(dropped, F.scaled_dot_product_attention(q, k, v).array)
 
 
 def test_only_the_output_and_the_row_log_sum_exp_are_kept(rng):
@@ -134,7 +134,7 @@ def test_only_the_output_and_the_row_log_sum_exp_are_kept(rng):
     for block_size, kept in [(4, []), (16, [(B, H, 7, 9)])]:
         out = F.scaled_dot_product_attention(q, k, v, block_size=block_size)
         saved = out.grad_fn.ctx.saved_tensors
-        extra = [a.shape for a in saved if a is not None and a is not k.data and a is not v.data]
+        extra = [a.shape for a in saved if a is not None and a is not k.array and a is not v.array]
         assert sorted(extra) == sorted([(B, H, 7, D), (B, H, 7, 1), (B, H, 7, 4)] + kept)
 
 
@@ -173,7 +173,7 @@ def test_fused_multihead_attention_equals_the_composed_path(seed):
     ta.manual_seed(seed)
     mha = nn.MultiheadAttention(E, heads, dtype=ta.float64, **options)
     for p in mha.parameters():
-        p.data[...] = rng.standard_normal(p.shape)
+        p.array[...] = rng.standard_normal(p.shape)
     results = []
     for need_weights in (True, False):
         mha.zero_grad()
@@ -182,7 +182,7 @@ def test_fused_multihead_attention_equals_the_composed_path(seed):
         out, weights = mha(*inputs, need_weights=need_weights, **kwargs)
         assert (weights is None) == (not need_weights)
         out.backward(np.random.default_rng(99).standard_normal(out.shape))
-        results.append([out.data] + [t.grad for t in inputs] + [p.grad for p in mha.parameters()])
+        results.append([out.array] + [t.grad for t in inputs] + [p.grad for p in mha.parameters()])
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, atol=1e-11)
 

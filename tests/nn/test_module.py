@@ -33,7 +33,7 @@ def test_train_eval_and_zero_grad():
     b.eval()
     assert not b.training and not b.drop.training
     x = ta.randn(2, 4)
-    np.testing.assert_array_equal(b(x).data, b(x).data)  # dropout off
+    np.testing.assert_array_equal(b(x).array, b(x).array)  # dropout off
     b(x).sum().backward()
     assert b.proj.weight.grad is not None
     b.zero_grad()
@@ -55,10 +55,10 @@ def test_state_dict_copies_and_round_trip():
     a, b = Block(), Block()
     sd = a.state_dict()
     sd["proj.weight"][...] = 0  # a copy: the module is unchanged
-    assert np.any(a.proj.weight.data != 0)
+    assert np.any(a.proj.weight.array != 0)
     b.load_state_dict(a.state_dict())
     for (n1, p1), (_, p2) in zip(a.named_parameters(), b.named_parameters()):
-        np.testing.assert_array_equal(p1.data, p2.data, err_msg=n1)
+        np.testing.assert_array_equal(p1.array, p2.array, err_msg=n1)
 
 
 def test_load_state_dict_accepts_tensors_and_keeps_dtype():
@@ -66,7 +66,7 @@ def test_load_state_dict_accepts_tensors_and_keeps_dtype():
     sd = {"weight": ta.tensor(np.ones((2, 3))), "bias": np.zeros(2)}  # float64 in, float32 module
     lin.load_state_dict(sd)
     assert lin.weight.dtype == np.float32
-    np.testing.assert_array_equal(lin.weight.data, np.ones((2, 3)))
+    np.testing.assert_array_equal(lin.weight.array, np.ones((2, 3)))
 
 
 def test_load_state_dict_names_every_problem():

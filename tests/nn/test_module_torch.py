@@ -67,7 +67,7 @@ def test_module_tree_matches_torch(seed):
 
     ours.load_state_dict(theirs.state_dict())  # torch's values into ours, and ours back into torch
     for (name, p), (_, t) in zip(ours.named_parameters(), theirs.named_parameters()):
-        np.testing.assert_array_equal(p.data, t.detach().numpy(), err_msg=name)
+        np.testing.assert_array_equal(p.array, t.detach().numpy(), err_msg=name)
     ours.load_state_dict(dict(theirs.named_parameters(remove_duplicate=False)))  # live tensors requiring grad
     theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
 
@@ -82,8 +82,8 @@ def test_module_tree_matches_torch(seed):
 def test_load_state_dict_takes_tensors_that_require_grad_and_copies():
     src, dst = nn.Linear(3, 2, dtype=ta.float64), nn.Linear(3, 2, dtype=ta.float32)
     dst.load_state_dict(dict(src.named_parameters()))  # Parameters require grad: read through detach()
-    np.testing.assert_allclose(dst.weight.data, src.weight.data.astype(np.float32))
-    assert dst.weight.dtype == np.float32 and not np.shares_memory(dst.weight.data, src.weight.data)
+    np.testing.assert_allclose(dst.weight.array, src.weight.array.astype(np.float32))
+    assert dst.weight.dtype == np.float32 and not np.shares_memory(dst.weight.array, src.weight.array)
 
 
 @pytest.mark.parametrize("cast, dtype", [("double", np.float64), ("float", np.float32)])

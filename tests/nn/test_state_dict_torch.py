@@ -26,7 +26,7 @@ PAIRS = {
 def randomize(module, seed):
     rng = np.random.default_rng(seed)
     for p in module.parameters():
-        p.data[...] = rng.standard_normal(p.shape)
+        p.array[...] = rng.standard_normal(p.shape)
 
 
 def run(module, lib, x):
@@ -52,7 +52,7 @@ def test_torch_loads_ours_with_one_line(name):
     theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})  # the one line
     with torch.no_grad():
         expected = run(theirs, torch, example(name, torch)).numpy()
-    np.testing.assert_allclose(run(ours, ta, example(name, ta)).data, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(run(ours, ta, example(name, ta)).array, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", list(PAIRS))
@@ -64,4 +64,4 @@ def test_we_load_torch_tensors_as_they_are(name):
         np.testing.assert_array_equal(ours.state_dict()[key], value.numpy())
     with torch.no_grad():
         expected = run(theirs, torch, example(name, torch)).numpy()
-    np.testing.assert_allclose(run(ours, ta, example(name, ta)).data, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(run(ours, ta, example(name, ta)).array, expected, rtol=1e-10, atol=1e-12)

@@ -51,7 +51,7 @@ def run_both(options, mask_kind, need_weights=True, average=True, batched=True, 
     ours = nn.MultiheadAttention(E, H, dtype=ta.float64, **options)
     for name, p in ours.named_parameters():  # non-zero biases
         if "bias" in name:
-            p.data[...] = rng.standard_normal(p.shape)
+            p.array[...] = rng.standard_normal(p.shape)
     theirs = torch_mha_like(ours, **options)
     kdim, vdim = options.get("kdim") or E, options.get("vdim") or E
     first = options.get("batch_first", False)
@@ -128,8 +128,8 @@ def test_init_statistics_match_torch():
     for name, p in ours.named_parameters():
         t = dict(theirs.named_parameters())[name].detach().numpy()
         assert p.shape == t.shape, name
-        assert abs(np.abs(p.data).max() - np.abs(t).max()) < 0.05, name
-        assert abs(p.data.std() - t.std()) < 0.02, name
+        assert abs(np.abs(p.array).max() - np.abs(t).max()) < 0.05, name
+        assert abs(p.array.std() - t.std()) < 0.02, name
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal"])
@@ -207,7 +207,7 @@ def test_sdpa_random_cases_match_torch(seed):
     (ours, our_grads), (theirs, their_grads) = got
     tol = dict(rtol=1e-9, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-5)
     assert ours.dtype == dtype
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), **tol, err_msg=f"output, {kwargs}")
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), **tol, err_msg=f"output, {kwargs}")
     for i, (g, t) in enumerate(zip(our_grads, their_grads)):
         assert (g is None) == (t is None), f"gradient {i}"
         if g is not None:
@@ -227,13 +227,13 @@ def test_layers_match_torch():
     ]
     for ours, theirs in cases:
         for p in ours.parameters():
-            p.data[...] = rng.standard_normal(p.shape)
+            p.array[...] = rng.standard_normal(p.shape)
         theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
         xs = [ta.tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)]
         outs = [ours(xs[0]), theirs(xs[1])]
         outs[0].backward(upstream)
         outs[1].backward(torch.tensor(upstream))
-        np.testing.assert_allclose(outs[0].data, outs[1].detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(outs[0].array, outs[1].detach().numpy(), rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(xs[0].grad, xs[1].grad.numpy(), rtol=1e-9, atol=1e-12)
         for (n, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
             np.testing.assert_allclose(p.grad, q.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=n)
@@ -266,5 +266,5 @@ def test_chapter_module_matches_torch_only_without_the_slip(slip):
     theirs = torch.nn.MultiheadAttention(16, 2, batch_first=True, dtype=torch.float64)
     theirs.load_state_dict({k: torch.tensor(v) for k, v in model.packed_state_dict().items()})
     t_out, t_weights = theirs(*[torch.tensor(x)] * 3, average_attn_weights=False)
-    assert np.allclose(out.data, t_out.detach().numpy(), atol=1e-10) != slip
-    assert np.allclose(weights.data, t_weights.detach().numpy(), atol=1e-10) != slip
+    assert np.allclose(out.array, t_out.detach().numpy(), atol=1e-10) != slip
+    assert np.allclose(weights.array, t_weights.detach().numpy(), atol=1e-10) != slip

@@ -18,9 +18,9 @@ def test_sinusoidal_values_from_the_formula():
             assert math.isclose(pe.pe[pos, 2 * i], math.sin(angle), abs_tol=1e-12)
             assert math.isclose(pe.pe[pos, 2 * i + 1], math.cos(angle), abs_tol=1e-12)
     x = ta.zeros(2, 4, 6, dtype=ta.float64)
-    np.testing.assert_allclose(pe(x).data, np.broadcast_to(pe.pe[:4], (2, 4, 6)))
+    np.testing.assert_allclose(pe(x).array, np.broadcast_to(pe.pe[:4], (2, 4, 6)))
     seq_first = nn.PositionalEncoding(6, max_len=10, batch_first=False, dtype=ta.float64)
-    np.testing.assert_allclose(seq_first(ta.zeros(4, 2, 6, dtype=ta.float64)).data[:, 1], pe.pe[:4])
+    np.testing.assert_allclose(seq_first(ta.zeros(4, 2, 6, dtype=ta.float64)).array[:, 1], pe.pe[:4])
     assert not list(pe.parameters())
 
 
@@ -49,7 +49,7 @@ def test_positional_encodings_take_max_len_tokens_and_keep_the_dtype():
 def test_learned_positional_encoding(rng):
     lpe = nn.LearnedPositionalEncoding(8, 4, dtype=ta.float64)
     x = leaf(rng, 2, 5, 4)
-    np.testing.assert_allclose(lpe(x).data, x.data + lpe.embedding.weight.data[:5])
+    np.testing.assert_allclose(lpe(x).array, x.array + lpe.embedding.weight.array[:5])
     check(lambda x, w: lpe(x), x, lpe.embedding.weight)
 
 
@@ -66,14 +66,14 @@ def test_encoder_layer_gradcheck(rng, norm_first):
 
 def test_clip_grad_norm():
     a, b = nn.Parameter(np.zeros(2)), nn.Parameter(np.zeros(1))
-    a.grad, b.grad = np.array([3.0, 0.0]), np.array([4.0])
+    a.grad, b.grad = ta.tensor(np.array([3.0, 0.0]), dtype=a.dtype), ta.tensor(np.array([4.0]), dtype=b.dtype)
     total = nn.clip_grad_norm_([a, b], max_norm=1.0)
     assert math.isclose(total, 5.0)
     np.testing.assert_allclose(np.concatenate([a.grad, b.grad]), np.array([3.0, 0.0, 4.0]) / (5.0 + 1e-6))
-    a.grad = np.array([0.3, 0.0])
+    a.grad = ta.tensor(np.array([0.3, 0.0]), dtype=a.dtype)
     assert math.isclose(nn.clip_grad_norm_([a], max_norm=1.0), 0.3)
     np.testing.assert_allclose(a.grad, [0.3, 0.0])  # under the limit: untouched
-    a.grad = np.array([-7.0, 2.0])
+    a.grad = ta.tensor(np.array([-7.0, 2.0]), dtype=a.dtype)
     assert nn.clip_grad_norm_([a], max_norm=1.0, norm_type=math.inf) == 7.0
 
 

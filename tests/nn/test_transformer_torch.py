@@ -39,7 +39,7 @@ def test_encoder_layer_matches_torch(seed):
     ta.manual_seed(seed)
     ours = nn.TransformerEncoderLayer(D, H, FF, 0.0, dtype=ta.float64, **options)
     for p in ours.parameters():  # away from the init values (zero biases, unit norms)
-        p.data[...] = rng.standard_normal(p.shape) * 0.5
+        p.array[...] = rng.standard_normal(p.shape) * 0.5
     theirs = torch.nn.TransformerEncoderLayer(D, H, FF, 0.0, dtype=torch.float64, **options)
     theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
     upstream = rng.standard_normal(x.shape)
@@ -62,6 +62,6 @@ def test_encoder_layer_dropout_rate_is_torchs():
     ta.manual_seed(0)
     layer = nn.TransformerEncoderLayer(D, H, FF, 1.0, norm_first=True, dtype=ta.float64)
     x = ta.randn(3, 2, D, dtype=ta.float64)
-    np.testing.assert_array_equal(layer(x).data, x.data)  # pre-norm: x + 0 + 0
+    np.testing.assert_array_equal(layer(x).array, x.array)  # pre-norm: x + 0 + 0
     assert [m.p for m in (layer.dropout, layer.dropout1, layer.dropout2)] == [1.0] * 3
     assert layer.self_attn.dropout == 1.0

@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
+import tinyattn as ta
 from tinyattn import nn, optim
 
 
 def param(value, grad):
     p = nn.Parameter(np.array(value, dtype=np.float64))
-    p.grad = np.array(grad, dtype=np.float64)
+    p.grad = ta.tensor(np.array(grad, dtype=np.float64))
     return p
 
 
@@ -35,14 +36,14 @@ def test_a_group_may_hold_a_single_tensor_and_defaults_fill_it():
     assert opt.defaults == {"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
                             "nesterov": False, "maximize": False}
     opt.step()
-    np.testing.assert_allclose(p.data, [1.0 - 0.1 * 2.0])
-    np.testing.assert_allclose(q.data, [1.0 - 0.5 * 2.0])
+    np.testing.assert_allclose(p.array, [1.0 - 0.1 * 2.0])
+    np.testing.assert_allclose(q.array, [1.0 - 0.5 * 2.0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_zero_grad_to_zeros_keeps_shape_and_dtype(dtype):
     p = nn.Parameter(np.ones((2, 3), dtype=dtype))
-    p.grad = np.ones((2, 3), dtype=dtype)
+    p.grad = ta.ones(2, 3, dtype=dtype)
     optim.Adam([p]).zero_grad(set_to_none=False)
     assert p.grad.shape == (2, 3) and p.grad.dtype == dtype and not p.grad.any()
 
@@ -57,7 +58,7 @@ def test_params_that_are_not_iterable_are_refused_clearly():
 def test_a_beta_of_zero_is_allowed_as_in_torch():
     p = param([1.0], [2.0])
     optim.Adam([p], lr=0.1, betas=(0.0, 0.0)).step()  # m = g, v = g^2: a step of lr * sign(g)
-    np.testing.assert_allclose(p.data, [0.9], rtol=1e-6)
+    np.testing.assert_allclose(p.array, [0.9], rtol=1e-6)
 
 
 @pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.1), lambda ps: optim.Adam(ps, lr=0.1),
@@ -66,7 +67,7 @@ def test_every_step_counts_as_an_in_place_change(make):
     """A graph built after one step and before the next cannot backward through the changed weight."""
     w = nn.Parameter(np.ones(3))
     opt = make([w])
-    w.grad = np.ones(3)
+    w.grad = ta.ones(3, dtype=w.dtype)
     opt.step()
     loss = (w * w).sum()  # saves w as it is after the first step
     opt.step()

@@ -42,11 +42,11 @@ def test_trajectory_matches_torch(seed):
                 a.grad, b.grad = None, None
                 continue
             g = rng.standard_normal(a.shape)
-            a.grad, b.grad = np.array(g), torch.tensor(np.array(g))
+            a.grad, b.grad = ta.tensor(np.array(g)), torch.tensor(np.array(g))
         ours_opt.step()
         theirs_opt.step()
         for a, b in zip(ours, theirs):
-            np.testing.assert_allclose(a.data, b.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=f"step {step}")
+            np.testing.assert_allclose(a.array, b.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=f"step {step}")
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
@@ -59,7 +59,7 @@ def test_tied_weights_are_stepped_once(name):
     theirs[1].weight = theirs[0].weight
     with torch.no_grad():
         for (_, p), q in zip(ours.named_parameters(), theirs.parameters()):
-            q.copy_(torch.tensor(p.data))
+            q.copy_(torch.tensor(p.array))
     assert len(list(ours.parameters())) == len(list(theirs.parameters())) == 3
     assert list(ours.state_dict()) == list(theirs.state_dict())  # both names kept
     kwargs = dict(lr=0.05, momentum=0.9) if name == "SGD" else dict(lr=0.01)
@@ -74,7 +74,7 @@ def test_tied_weights_are_stepped_once(name):
         ours_opt.step()
         theirs_opt.step()
     for p, q in zip(ours.parameters(), theirs.parameters()):
-        np.testing.assert_allclose(p.data, q.detach().numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(p.array, q.detach().numpy(), rtol=1e-9, atol=1e-12)
     norm_ours = nn.utils.clip_grad_norm_(ours.parameters(), 1e9)
     norm_theirs = torch.nn.utils.clip_grad_norm_(theirs.parameters(), 1e9)
     assert np.isclose(float(norm_ours), float(norm_theirs))

@@ -11,24 +11,24 @@ from tinyattn import nn, optim
 
 def param(values, grad):
     p = nn.Parameter(np.array(values, dtype=np.float64))
-    p.grad = np.array(grad, dtype=np.float64)
+    p.grad = ta.tensor(np.array(grad, dtype=np.float64))
     return p
 
 
 def test_sgd_plain_and_weight_decay():
     p = param([1.0, -2.0], [0.5, 0.25])
     optim.SGD([p], lr=0.1, weight_decay=0.01).step()
-    np.testing.assert_allclose(p.data, [1.0 - 0.1 * (0.5 + 0.01), -2.0 - 0.1 * (0.25 - 0.02)])
+    np.testing.assert_allclose(p.array, [1.0 - 0.1 * (0.5 + 0.01), -2.0 - 0.1 * (0.25 - 0.02)])
 
 
 def test_sgd_momentum_two_steps():
     p = param([1.0], [1.0])
     opt = optim.SGD([p], lr=0.1, momentum=0.9)
     opt.step()  # buf = g = 1
-    np.testing.assert_allclose(p.data, [0.9])
-    p.grad = np.array([2.0])
+    np.testing.assert_allclose(p.array, [0.9])
+    p.grad = ta.tensor(np.array([2.0]))
     opt.step()  # buf = 0.9 * 1 + 2 = 2.9
-    np.testing.assert_allclose(p.data, [0.9 - 0.29])
+    np.testing.assert_allclose(p.array, [0.9 - 0.29])
     np.testing.assert_allclose(opt.state[0]["momentum_buffer"], [2.9])
 
 
@@ -37,16 +37,16 @@ def test_adam_first_steps_by_hand():
     opt = optim.Adam([p], lr=0.01, betas=(0.9, 0.99), eps=1e-8)
     opt.step()
     # step 1: m_hat = g, v_hat = g^2, so the update is lr * sign(g) (up to eps)
-    np.testing.assert_allclose(p.data, [1.0 - 0.01, 2.0 + 0.01], rtol=1e-6)
+    np.testing.assert_allclose(p.array, [1.0 - 0.01, 2.0 + 0.01], rtol=1e-6)
     g2 = np.array([0.2, 0.1])
-    p.grad = g2.copy()
+    p.grad = ta.tensor(g2.copy())
     opt.step()
     m = 0.9 * 0.1 * np.array([0.1, -0.3]) + 0.1 * g2
     v = 0.99 * 0.01 * np.array([0.1, -0.3]) ** 2 + 0.01 * g2**2
     update = 0.01 * (m / (1 - 0.9**2)) / (np.sqrt(v / (1 - 0.99**2)) + 1e-8)
     g1 = np.array([0.1, -0.3])
     after_step1 = np.array([1.0, 2.0]) - 0.01 * g1 / (np.abs(g1) + 1e-8)
-    np.testing.assert_allclose(p.data, after_step1 - update, rtol=1e-12)
+    np.testing.assert_allclose(p.array, after_step1 - update, rtol=1e-12)
     assert opt.state[0]["step"] == 2
 
 
@@ -54,15 +54,15 @@ def test_adamw_decays_weights_directly():
     p, q = param([1.0], [0.0]), param([1.0], [0.0])
     optim.AdamW([p], lr=0.1, weight_decay=0.5).step()
     optim.Adam([q], lr=0.1, weight_decay=0.5).step()
-    np.testing.assert_allclose(p.data, [1.0 * (1 - 0.1 * 0.5)])  # zero gradient: decay only
-    np.testing.assert_allclose(q.data, [1.0 - 0.1], rtol=1e-6)  # L2 through the gradient: a full Adam step
+    np.testing.assert_allclose(p.array, [1.0 * (1 - 0.1 * 0.5)])  # zero gradient: decay only
+    np.testing.assert_allclose(q.array, [1.0 - 0.1], rtol=1e-6)  # L2 through the gradient: a full Adam step
 
 
 def test_skips_params_without_grad_and_zero_grad():
     p, q = param([1.0], [1.0]), nn.Parameter(np.array([5.0]))
     opt = optim.Adam([p, q], lr=0.1)
     opt.step()
-    assert q.data[0] == 5.0 and 1 not in opt.state
+    assert q.array[0] == 5.0 and 1 not in opt.state
     opt.zero_grad(set_to_none=False)
     np.testing.assert_array_equal(p.grad, [0.0])
     opt.zero_grad()
@@ -95,7 +95,7 @@ def test_bad_arguments():
 
 def test_float32_params_stay_float32():
     p = nn.Parameter(np.ones(3, dtype=np.float32))
-    p.grad = np.ones(3, dtype=np.float32)
+    p.grad = ta.ones(3)
     optim.Adam([p]).step()
     assert p.dtype == np.float32
 
@@ -139,7 +139,7 @@ def test_sgd_momentum_with_weight_decay_moves_a_0d_parameter_like_any_other():
     p = nn.Parameter(np.array(1.0))
     opt = optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.1)
     for _ in range(3):
-        p.grad = np.array(1.0)
+        p.grad = ta.tensor(np.array(1.0))
         opt.step()
     # buffers: 1.1, then 0.9 * 1.1 + (1 + 0.1 p) ... computed by hand: the buffer is updated every step
     b1 = 1 + 0.1 * 1.0
@@ -147,5 +147,5 @@ def test_sgd_momentum_with_weight_decay_moves_a_0d_parameter_like_any_other():
     b2 = 0.9 * b1 + (1 + 0.1 * p1)
     p2 = p1 - 0.1 * b2
     b3 = 0.9 * b2 + (1 + 0.1 * p2)
-    assert np.isclose(float(p.data), p2 - 0.1 * b3)
+    assert np.isclose(float(p.array), p2 - 0.1 * b3)
     assert np.isclose(float(opt.state[0]["momentum_buffer"]), b3)

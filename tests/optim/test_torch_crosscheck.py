@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import tinyattn as ta
 from tinyattn import nn, optim
 
 torch = pytest.importorskip("torch")
@@ -30,8 +31,8 @@ def test_steps_match_torch(name, kwargs):
     opt_theirs = getattr(torch.optim, name)([theirs], **kwargs)
     for _ in range(5):
         g = rng.standard_normal((3, 4))
-        ours.grad = g.copy()
+        ours.grad = ta.tensor(g.copy())
         theirs.grad = torch.tensor(g.copy())
         opt_ours.step()
         opt_theirs.step()
-        np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(ours.array, theirs.detach().numpy(), rtol=1e-12, atol=1e-14)

@@ -8,7 +8,9 @@ factories), ``dtypes``, ``devices`` and ``namespace`` (torch's ``torch.exp(x)``
 spellings of the methods).
 """
 
-# (tensor first: a type checker then reads `autograd.tensor` as the function imported below, not the module)
+# function first: it ends by importing the Tensor its apply() returns, from tensor.py, which builds on it.
+# Then tensor: a type checker then reads `autograd.tensor` as the function imported below, not the module.
+from . import function  # noqa: F401  # isort: skip
 from .tensor import Tensor, cat, chunk, split, stack, where  # isort: skip
 from .creation import (
     Generator,

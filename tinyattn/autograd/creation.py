@@ -260,7 +260,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     for name, value in (("mean", mean), ("std", std)):
         if isinstance(value, Tensor) and value.requires_grad:
             raise NotImplementedError(f"normal: no gradient to {name} here; pass {name}.detach()")
-    m, s = (v.data if isinstance(v, Tensor) else v for v in (mean, std))
+    m, s = (v.array if isinstance(v, Tensor) else v for v in (mean, std))
     if np.any(np.asarray(s) < 0):
         raise RuntimeError("normal: std must be >= 0")
     shape = _size("normal", (size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
@@ -272,7 +272,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """Indices drawn from each row's categorical distribution, with weights ``input`` (need not sum to 1)."""
-    weights = np.asarray(input.data if isinstance(input, Tensor) else input, dtype=np.float64)
+    weights = np.asarray(input.array if isinstance(input, Tensor) else input, dtype=np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {weights.shape}")
     if np.any(weights < 0) or not np.all(np.isfinite(weights)):

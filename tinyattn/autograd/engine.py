@@ -81,12 +81,12 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
     if not root.requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
     if gradient is None:
-        if root.data.size != 1:
+        if root.array.size != 1:
             raise RuntimeError(
                 f"backward: grad can be implicitly created only for one-element outputs; "
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
-        return np.ones_like(root.data)
+        return np.ones_like(root.array)
     g = np.asarray(_unwrap(gradient), dtype=root.dtype)
     if g.shape != root.shape:
         raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
@@ -110,7 +110,10 @@ def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = Fal
     for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):  # type: ignore[arg-type]
         target = node.retained() if node.retained is not None else None
         if target is not None:
-            target.grad = grad_output.copy() if target.grad is None else target.grad + grad_output
+            if target._grad is None:
+                target._grad = Tensor._make(np.array(grad_output))  # a copy: in-place changes stay in .grad
+            else:
+                target._grad.array += grad_output  # (in place, as torch accumulates)
 
 
 def grad(

@@ -28,7 +28,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -84,10 +84,6 @@ class Function:
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
 
-    # How apply() wraps arrays into tensors and records the node: set by tensor.py,
-    # the layer above the ops, so that this file and the ops never import Tensor.
-    _record: ClassVar[Callable[..., Any]]
-
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
         """Compute the result from np.ndarrays; save what backward needs on ``ctx``."""
@@ -100,8 +96,21 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        """Run ``forward`` on the arrays inside ``args``; return a Tensor, recording the node if needed."""
-        return Function._record(cls, args, kwargs)
+        """Run ``forward`` on the arrays inside ``args``; return the result as a Tensor.
+
+        When grad mode is on and an input requires grad, the result also gets the ``Node`` that
+        backward will call (its ``grad_fn``): the op, what forward saved, and the inputs' edges.
+        """
+        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+        ctx = Context(tuple(isinstance(a, Tensor) and a._requires_grad for a in args))
+        out = np.asarray(cls.forward(ctx, *arrays, **kwargs))
+        if not (grad_mode._grad_enabled and True in ctx.needs_input_grad):
+            return Tensor._make(out)
+        result = Tensor._make(out, requires_grad=True)
+        result._grad_fn = Node(cls, ctx, args)
+        if grad_mode._recorder is not None:  # the explainer's trace() is watching
+            grad_mode._recorder.forward(result._grad_fn, args, result)
+        return result
 
 
 class Node:
@@ -116,22 +125,16 @@ class Node:
 
     __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions", "__weakref__")
 
-    def __init__(
-        self,
-        fn: type[Function],
-        ctx: Context | None,
-        edges: tuple[Node | None, ...],
-        input_meta: tuple[tuple[tuple[int, ...], Any] | None, ...],
-    ) -> None:
-        self.fn = fn
-        self.ctx = ctx
-        self.edges = edges
-        self.input_meta = input_meta
+    def __init__(self, fn: type[Function], ctx: Context | None, inputs: tuple[Any, ...] = ()) -> None:
+        self.fn, self.ctx = fn, ctx
+        need = ctx.needs_input_grad if ctx is not None else ()
+        self.edges = tuple(x.gradient_edge() if n else None for x, n in zip(inputs, need))
+        self.input_meta = tuple((x.shape, x.dtype) if n else None for x, n in zip(inputs, need))
         self.retained: weakref.ref | None = None  # the tensor whose .grad gets this node's output gradient
         self.released = False
-        # (input tensor, its version) for each input whose array forward saved: changed in place since, the
+        # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
-        self.saved_versions: tuple[tuple[weakref.ref, int], ...] = ()
+        self.saved_versions: tuple[tuple[Any, int], ...] = saved_versions(ctx, inputs) if ctx else ()
 
     @property
     def name(self) -> str:
@@ -139,35 +142,33 @@ class Node:
         return self.fn.__name__
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        """Call the op's backward; return one checked gradient per edge."""
-        for ref, version in self.saved_versions:
-            tensor = ref()
-            if tensor is not None and tensor._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{type(tensor).__name__} of shape {tuple(tensor.shape)}] is at version "
-                    f"{tensor._version}; expected version {version} instead ({self.name}.backward needs its value "
-                    "from the forward pass: an optimizer step or an in-place op ran between forward and backward)"
-                )
+        """Call the op's backward; return one gradient per edge, each checked against its input."""
+        for tensor, version in self.saved_versions:
+            if tensor._version != version:
+                raise modified_error(self, tensor, version)
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
-        if not isinstance(grads, tuple):
-            grads = (grads,)
+        if not isinstance(grads, tuple) or len(grads) != len(self.edges):
+            grads = self._as_tuple(grads)
+        return tuple(None if e is None or g is None else self._checked(i, g) for i, (e, g) in enumerate(zip(
+            self.edges, grads)))
+
+    def _as_tuple(self, grads: Any) -> tuple[Any, ...]:
+        """A one-input op's bare gradient as a 1-tuple; a wrong count of gradients refused."""
+        grads = grads if isinstance(grads, tuple) else (grads,)
         if len(grads) != len(self.edges):
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
-        return tuple(
-            None if edge is None or g is None else self._checked(i, g)
-            for i, (edge, g) in enumerate(zip(self.edges, grads))
-        )
+        return grads
 
     def _checked(self, position: int, grad: Any) -> np.ndarray:
         """The engine's guard: each gradient must match its input's shape and dtype."""
         shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (None only where no edge: never checked)
-        grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
-        if grad.shape != shape or grad.dtype != dtype:
-            raise RuntimeError(
-                f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-                f"for input {position}, which has shape {shape} and dtype {dtype}"
-            )
+        if type(grad) is not np.ndarray or grad.shape != shape or grad.dtype != dtype:
+            grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
+            if grad.shape != shape or grad.dtype != dtype:
+                raise RuntimeError(
+                    f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
+                    f"for input {position}, which has shape {shape} and dtype {dtype}"
+                )
         return grad
 
     def release(self) -> None:
@@ -175,6 +176,39 @@ class Node:
         self.ctx = None
         self.edges = ()
         self.released = True
+
+    def output_changed(self, array: np.ndarray) -> None:
+        """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""
+        if self.ctx is not None and any(s is array for s in self.ctx.saved_tensors):
+            self.saved_versions += ((OverwrittenOutput(array.shape, self.name), 0),)
+
+
+class OverwrittenOutput:
+    """Stands, in ``saved_versions``, for a node's output that an in-place op changed after forward saved it."""
+
+    _version = 1
+
+    def __init__(self, shape: tuple[int, ...], op: str) -> None:
+        self.shape, self.op = shape, op
+
+
+def saved_versions(ctx: Context, inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
+    """``(tensor, version)`` for each input tensor whose array ``forward`` saved (torch's saved-variable check)."""
+    if not ctx.saved_tensors:
+        return ()
+    kept = {id(s) for s in ctx.saved_tensors}
+    return tuple((x, x._version) for x in inputs if isinstance(x, Tensor) and id(x.array) in kept)
+
+
+def modified_error(node: Node, tensor: Any, version: int) -> RuntimeError:
+    """torch's message for a saved value changed in place between forward and backward."""
+    what = f"the output of {tensor.op}" if isinstance(tensor, OverwrittenOutput) else type(tensor).__name__
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{what} of shape {tuple(tensor.shape)}] is at version "
+        f"{tensor._version}; expected version {version} instead ({node.name}.backward needs its value "
+        "from the forward pass: an optimizer step or an in-place op ran between forward and backward)"
+    )
 
 
 class AccumulateGrad(Function):
@@ -195,7 +229,7 @@ class LeafNode(Node):
     __slots__ = ()
 
     def __init__(self, leaf: Any) -> None:
-        super().__init__(AccumulateGrad, None, (), ())
+        super().__init__(AccumulateGrad, None)
         self.retained = weakref.ref(leaf)
 
     def release(self) -> None:
@@ -314,3 +348,9 @@ def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple
         raise ValueError(f"{op}: dim {tuple(dims)} repeats an axis")
     return out if ndim else ()
 
+
+
+# The two layers above this file that ``Function.apply`` needs: the grad mode it checks and the Tensor it
+# returns. Imported last: tensor.py builds on this file (it imports Context and the helpers above).
+from . import grad_mode  # noqa: E402
+from .tensor import Tensor  # noqa: E402

@@ -34,7 +34,7 @@ def _outputs(result: Any) -> list[Tensor]:
 
 
 def _weighted_sum(outputs: Sequence[Tensor], weights: Sequence[np.ndarray]) -> float:
-    return float(sum(np.sum(o.data * w) for o, w in zip(outputs, weights)))  # w is float64: so is the sum
+    return float(sum(np.sum(o.array * w) for o, w in zip(outputs, weights)))  # w is float64: so is the sum
 
 
 def gradcheck(
@@ -82,8 +82,8 @@ def gradcheck(
 
     for (position, t), a in zip(checked, analytic):
         numerical = np.zeros(t.shape)
-        flat = t.data.reshape(-1)  # a view: writing it perturbs t
-        if not np.shares_memory(flat, t.data):
+        flat = t.array.reshape(-1)  # a view: writing it perturbs t
+        if not np.shares_memory(flat, t.array):
             raise ValueError(f"gradcheck: input {position} must be contiguous")
         with no_grad():
             for j in range(flat.size):

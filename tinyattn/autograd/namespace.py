@@ -122,7 +122,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return Div.apply(input, other)
     import numpy as np
 
-    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
+    a, b = (x.array if isinstance(x, Tensor) else x for x in (input, other))
     if rounding_mode == "floor":
         return Tensor._make(np.asarray(np.floor_divide(a, b)))
     if rounding_mode == "trunc":

@@ -1,6 +1,6 @@
 """``Tensor``: an ``np.ndarray`` plus what reverse-mode autograd needs.
 
-A tensor holds its value in ``.data``. If it ``requires_grad``, every op applied
+A tensor holds its value in ``.array``. If it ``requires_grad``, every op applied
 to it records a graph node (see ``function.py``); ``backward()`` walks that graph
 from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
 
@@ -18,8 +18,8 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import function  # function.DEFAULT_FLOAT: read at each call (set_default_dtype)
-from .function import Context, Function, LeafNode, Node, normalize_dim, result_type
-from .grad_mode import active_recorder, is_grad_enabled
+from .function import LeafNode, Node, normalize_dim
+from .grad_mode import is_grad_enabled
 from .ops.elementwise import (
     Abs,
     Add,
@@ -62,7 +62,7 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
     objects and complex numbers raise ``TypeError``.
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.array
     from_numpy = isinstance(data, (np.ndarray, np.generic))
     try:
         arr = np.array(data, dtype=dtype)
@@ -85,8 +85,9 @@ class Tensor(TensorAPI):
     """An n-dimensional array that can record the ops applied to it.
 
     Attributes:
-        data: the value, an ``np.ndarray``.
-        grad: ``dL/dself`` after ``backward()`` (leaves, or ``retain_grad()``), else None.
+        array: the value, an ``np.ndarray`` (what the ops compute on; ``.data`` is the same
+            memory as a tensor cut from the graph, as torch's ``.data``).
+        grad: ``dL/dself`` after ``backward()`` (leaves, or ``retain_grad()``), a Tensor, else None.
         requires_grad: whether ops on this tensor are recorded.
         name: an optional human label (``"Q"``, ``"scores"``) used by the explainer.
     """
@@ -94,31 +95,50 @@ class Tensor(TensorAPI):
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected ops
     __hash__ = object.__hash__  # __eq__ is elementwise, identity stays the hash
 
-    data: np.ndarray
-    grad: np.ndarray | None
+    array: np.ndarray
+    # Defaults every tensor starts with, set on the class so that wrapping an op's result sets two attributes only
+    _grad: Tensor | None = None
+    name: str | None = None
+    _grad_fn: Node | None = None
+    _leaf_node: LeafNode | None = None
+    _version = 0  # bumped by every in-place change; a backward that needs the old value refuses
+    _requires_grad: bool
 
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
-        self.data = to_array(data, dtype)
-        self.grad = None
-        self.name: str | None = None
-        self._grad_fn: Node | None = None
-        self._leaf_node: LeafNode | None = None
-        self._version = 0  # bumped by every in-place change; a backward that needs the old value refuses
+        self.array = to_array(data, dtype)
         self._requires_grad = False
         self.requires_grad = requires_grad
 
     @classmethod
-    def _make(cls, data: np.ndarray, requires_grad: bool = False) -> Tensor:
+    def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Tensor:
         """Wrap an ndarray without copying or checking (used by ops)."""
         t = cls.__new__(cls)
-        t.data = data
-        t.grad = None
-        t.name = None
-        t._grad_fn = None
-        t._leaf_node = None
-        t._version = 0
-        t._requires_grad = requires_grad
+        t.array, t._requires_grad = array, requires_grad
         return t
+
+    @property
+    def grad(self) -> Tensor | None:
+        """``dL/dself`` after ``backward()`` (a leaf's, or a ``retain_grad()`` tensor's), else None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
+        if value is not None and (value.shape != self.shape or value.dtype != self.dtype):
+            raise RuntimeError(f"assigned grad has shape {value.shape} and dtype {value.dtype}; the tensor has shape "
+                               f"{self.shape} and dtype {self.dtype}")
+        self._grad = value
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's memory as a tensor cut from the graph, as torch's ``.data``: ``p.data.uniform_(-0.1, 0.1)``."""
+        return Tensor._make(self.array)
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self.array = value.array if isinstance(value, Tensor) else np.asarray(value)
 
     # -- autograd state ------------------------------------------------------
 
@@ -134,9 +154,9 @@ class Tensor(TensorAPI):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self.data.dtype.kind != "f":
+        if value and self.array.dtype.kind != "f":
             raise RuntimeError(
-                f"only floating point tensors can require gradients (got dtype {self.data.dtype})"
+                f"only floating point tensors can require gradients (got dtype {self.array.dtype})"
             )
         if not value and self._grad_fn is not None:
             raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
@@ -180,70 +200,9 @@ class Tensor(TensorAPI):
         self.requires_grad = requires_grad
         return self
 
-    # -- in place (torch's trailing underscore) ---------------------------------
-
-    def _in_place(self, op: str) -> None:
-        """Refuse what torch refuses (or cannot support here), then bump the version counter."""
-        if self._requires_grad and is_grad_enabled():
-            if self._grad_fn is None:
-                raise RuntimeError(
-                    f"{op}: a leaf Tensor that requires grad is being used in an in-place operation "
-                    "(wrap it in `with ta.no_grad():`, as optimizers do)"
-                )
-            raise RuntimeError(
-                f"{op}: in-place changes to a tensor that is part of a graph are not supported; "
-                f"use the out-of-place {op.rstrip('_')}() instead"
-            )
-        self._version += 1
-
-    def zero_(self) -> Tensor:
-        """Set every element to 0, in place."""
-        self._in_place("zero_")
-        self.data[...] = 0
-        return self
-
-    def fill_(self, value: Scalar) -> Tensor:
-        """Set every element to ``value``, in place."""
-        self._in_place("fill_")
-        self.data[...] = value
-        return self
-
-    def masked_fill_(self, mask: Tensor | np.ndarray, value: Scalar) -> Tensor:
-        """``value`` where ``mask`` is True, in place."""
-        result = MaskedFill.forward(Context(), self.data, _unwrap(mask), value=value)
-        self._in_place("masked_fill_")
-        self.data[...] = result
-        return self
-
-    def add_(self, other: Tensor | Scalar, alpha: Scalar = 1) -> Tensor:
-        """``self += alpha * other``, in place (the result keeps this tensor's dtype, as torch)."""
-        value = self._in_place_operand("add_", _unwrap(other) if alpha == 1 else alpha * _unwrap(other))
-        self.data += value
-        return self
-
-    def mul_(self, other: Tensor | Scalar) -> Tensor:
-        """``self *= other``, in place."""
-        value = self._in_place_operand("mul_", _unwrap(other))
-        self.data *= value
-        return self
-
-    def _in_place_operand(self, op: str, value: Any) -> Any:
-        """``value`` if the result can stay in this tensor's dtype; a float into an int tensor is refused (torch)."""
-        result = result_type(self.data, value)
-        if not np.can_cast(result, self.dtype, casting="same_kind"):
-            raise RuntimeError(f"{op}: result type {result} can't be cast to the desired output type {self.dtype}")
-        self._in_place(op)
-        return value
-
-    def copy_(self, src: Tensor | np.ndarray) -> Tensor:
-        """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
-        self._in_place("copy_")
-        self.data[...] = np.broadcast_to(np.asarray(_unwrap(src)), self.shape)
-        return self
-
     def detach(self) -> Tensor:
-        """A new leaf sharing ``data`` and cut from the graph."""
-        return Tensor._make(self.data)
+        """A new leaf sharing this tensor's memory and cut from the graph."""
+        return Tensor._make(self.array)
 
     def backward(self, gradient: ArrayLike | None = None, retain_graph: bool = False) -> None:
         """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``."""
@@ -256,17 +215,17 @@ class Tensor(TensorAPI):
     @property
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple."""
-        return self.data.shape
+        return self.array.shape
 
     @property
     def dtype(self) -> np.dtype:
         """The NumPy dtype."""
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
-        return self.data.ndim
+        return self.array.ndim
 
     def numpy(self) -> np.ndarray:
         """The value as an ndarray (shares memory, like torch); refused while it requires grad, as in torch."""
@@ -275,17 +234,17 @@ class Tensor(TensorAPI):
                 "Can't call numpy() on a Tensor that requires grad: the array would leave the graph. "
                 "Use tensor.detach().numpy() instead."
             )
-        return self.data
+        return self.array
 
     def item(self) -> Scalar:
         """The value of a one-element tensor as a Python number."""
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(f"item: only one-element tensors can be converted, got shape {self.shape}")
-        return self.data.item()
+        return self.array.item()
 
     def tolist(self) -> Any:
         """The value as nested Python lists."""
-        return self.data.tolist()
+        return self.array.tolist()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = self.numpy()  # refused while the tensor requires grad: np.asarray(t) would drop the graph
@@ -312,10 +271,10 @@ class Tensor(TensorAPI):
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __repr__(self) -> str:
-        body = np.array2string(self.data, precision=4, separator=", ", prefix="tensor(")
+        body = np.array2string(self.array, precision=4, separator=", ", prefix="tensor(")
         extras = []
         if self.dtype != np.float32 and self.dtype.kind == "f":
             extras.append(f"dtype={self.dtype}")
@@ -328,9 +287,9 @@ class Tensor(TensorAPI):
         return "tensor(" + ", ".join([body, *extras]) + ")"
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
-        return bool(self.data)
+        return bool(self.array)
 
     # -- arithmetic (ops/elementwise.py, ops/matmul.py) ------------------------
 
@@ -377,7 +336,7 @@ class Tensor(TensorAPI):
     # -- comparisons: bool tensors, no gradient --------------------------------
 
     def _compare(self, other: Tensor | Scalar | np.ndarray, ufunc: np.ufunc) -> Tensor:
-        return Tensor._make(ufunc(self.data, _unwrap(other)))
+        return Tensor._make(ufunc(self.array, _unwrap(other)))
 
     def __lt__(self, other: Tensor | Scalar) -> Tensor:
         return self._compare(other, np.less)
@@ -467,7 +426,7 @@ class Tensor(TensorAPI):
         d = normalize_dim(op, dim, self.ndim)
         if self.ndim and self.shape[d] == 0:
             raise IndexError(f"{op}: cannot take the {op} of an empty dim {dim} of shape {self.shape}")
-        index = np.expand_dims(arg(self.data, axis=d), d) if self.ndim else np.array(0)  # (0-d: the one element)
+        index = np.expand_dims(arg(self.array, axis=d), d) if self.ndim else np.array(0)  # (0-d: the one element)
         values = TakeAlong.apply(self, index=index, dim=d)
         if not keepdim and self.ndim:
             values, index = values.squeeze(d), np.squeeze(index, d)
@@ -604,8 +563,8 @@ def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[i
 
 
 def _unwrap(x: Any) -> Any:
-    """A tensor's array, or ``x`` itself (an ndarray's own ``.data`` is a memoryview, not what we want)."""
-    return x.data if isinstance(x, Tensor) else x
+    """A tensor's array, or ``x`` itself (an ndarray's own ``.array`` is a memoryview, not what we want)."""
+    return x.array if isinstance(x, Tensor) else x
 
 
 def _plain_index(index: Any) -> Any:
@@ -613,7 +572,7 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(_plain_index(i) for i in index)
     if isinstance(index, Tensor):
-        return index.data
+        return index.array
     if isinstance(index, list):
         array = np.asarray(index)
         return array.astype(np.int64) if array.size == 0 else array  # x[[]]: an empty integer index, as torch
@@ -644,34 +603,6 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``input.chunk(...)``: ``chunks`` pieces of (nearly) equal size."""
     return input.chunk(chunks, dim)
 
-
-def record(fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
-    """``fn.apply(*args)``: run ``forward`` on the arrays; if a gradient is wanted, record a ``Node``."""
-    arrays = [_unwrap(a) for a in args]
-    needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-    ctx = Context(needs_input_grad)
-    out = fn.forward(ctx, *arrays, **kwargs)
-    if not isinstance(out, np.ndarray):
-        out = np.asarray(out)
-    if not (is_grad_enabled() and any(needs_input_grad)):
-        return Tensor._make(out)
-    result = Tensor._make(out, requires_grad=True)
-    edges = tuple(a.gradient_edge() if needs else None for a, needs in zip(args, needs_input_grad))
-    meta = tuple((x.shape, x.dtype) if needs else None for x, needs in zip(arrays, needs_input_grad))
-    result._grad_fn = node = Node(fn, ctx, edges, meta)
-    saved = ctx.saved_tensors
-    if saved:  # the version of each input whose very array backward will read
-        node.saved_versions = tuple(
-            (weakref.ref(a), a._version) for a, x in zip(args, arrays)
-            if isinstance(a, Tensor) and any(x is kept for kept in saved)
-        )
-    recorder = active_recorder()
-    if recorder is not None:
-        recorder.forward(result._grad_fn, args, result)
-    return result
-
-
-Function._record = record
 
 # NumPy ufuncs that are tinyattn ops: np.exp(t) is t.exp(), and ndarray + Tensor is Add
 _UFUNC_OPS = {

@@ -18,20 +18,25 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
+from . import grad_mode
 from .devices import CPU, check_device, device
 from .dtypes import as_dtype
-from .function import normalize_dim
-from .ops.elementwise import Cast, Clamp, Clone, Cos, Sin
+from .function import normalize_dim, normalize_dims
+from .ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, MaskedFill, Mul, Sin, Sub
 from .ops.matmul import Einsum
 from .ops.reduction import Norm, TakeAlong
-from .ops.shape import Gather, Triangle
+from .ops.shape import Expand, Gather, GetItem, Permute, Reshape, SetItem, Squeeze, Transpose, Triangle, Unsqueeze
+
+# ops whose result may share memory with their input: an in-place change to it inside a graph would also have
+# to change the input, which tinyattn does not record (torch does); it is refused instead
+VIEW_OPS = (Reshape, Transpose, Permute, Expand, Squeeze, Unsqueeze, GetItem)
 
 if TYPE_CHECKING:
     from .tensor import Tensor
 
 
 def _array(x: Any) -> Any:
-    return x.data if hasattr(x, "gradient_edge") else x
+    return x.array if hasattr(x, "gradient_edge") else x
 
 
 def _int_dim(op: str, dim: Any, ndim: int) -> int:
@@ -62,6 +67,119 @@ def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
 class TensorAPI:
     """torch's Tensor methods around the core: ``to``, ``device``, ``long()``, ``t()``, ``sin``, ``topk``..."""
 
+    # -- in place: torch's trailing underscore, x[i] = v, and += -= *= /= ----------------------
+
+    def _in_place(self: Tensor, op: str, fn: Any, *args: Any, cast: builtins.bool = False, **kwargs: Any) -> Tensor:
+        """Make ``fn(self, *args)`` this tensor's value, as torch's in-place ops do; return the tensor.
+
+        Outside a graph (grad mode off, or nothing involved requires grad) the result is written into
+        this tensor's memory, so every view and ``.data`` of it sees the change. Inside one, the op is
+        recorded: it becomes this tensor's ``grad_fn`` (torch's "rebase"), and its backward is the op's
+        formula. Either way the version counter moves on, so a backward that saved the old value refuses.
+        A leaf that requires grad is refused (unless grad mode is off, as in an optimizer's step).
+        """
+        in_graph = grad_mode._grad_enabled and (self._requires_grad or any(
+            getattr(a, "_requires_grad", False) for a in args))
+        if in_graph and self._requires_grad and self._grad_fn is None:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation "
+                               "(wrap it in `with ta.no_grad():`, as optimizers do)")
+        if in_graph and self._grad_fn is not None and self._grad_fn.fn in VIEW_OPS and self.array.base is not None:
+            raise RuntimeError(f"{op}: an in-place change to a view ({self._grad_fn.name}'s output) inside the graph "
+                               "is not supported here; clone() it first, or make the change under no_grad")
+        result = fn.apply(self, *args, **kwargs)
+        if not cast and not np.can_cast(result.dtype, self.dtype, casting="same_kind"):
+            raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type "
+                               f"{self.dtype}")
+        if self._grad_fn is not None:
+            self._grad_fn.output_changed(self.array)
+        if in_graph:
+            if result.dtype != self.dtype:
+                result = Cast.apply(result, dtype=self.dtype)
+            self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
+        else:
+            self.array[...] = result.array
+        self._version += 1
+        return self
+
+    def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``self += alpha * other``, in place."""
+        return self._in_place("add_", Add, other if alpha == 1 else other * alpha)
+
+    def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``self -= alpha * other``, in place."""
+        return self._in_place("sub_", Sub, other if alpha == 1 else other * alpha)
+
+    def mul_(self: Tensor, value: Any) -> Tensor:
+        """``self *= value``, in place."""
+        return self._in_place("mul_", Mul, value)
+
+    def div_(self: Tensor, value: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """``self /= value``, in place (an integer tensor is refused: true division gives floats)."""
+        if rounding_mode is not None:
+            raise NotImplementedError("div_: rounding_mode is not implemented in place; use ta.div(...)")
+        return self._in_place("div_", Div, value)
+
+    def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
+        """``value`` where ``mask`` is True, in place."""
+        return self._in_place("masked_fill_", MaskedFill, mask, value=value)
+
+    def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        """Limit each element to ``[min, max]``, in place."""
+        return self._in_place("clamp_", Clamp, min=_array(min), max=_array(max))
+
+    def copy_(self: Tensor, src: Any, non_blocking: builtins.bool = False) -> Tensor:
+        """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
+        return self._in_place("copy_", Copy, src if hasattr(src, "gradient_edge") else np.asarray(src), cast=True)
+
+    def fill_(self: Tensor, value: Any) -> Tensor:
+        """Set every element to ``value``, in place."""
+        return self._in_place("fill_", Copy, value, cast=True)
+
+    def zero_(self: Tensor) -> Tensor:
+        """Set every element to 0, in place."""
+        return self._in_place("zero_", Copy, 0, cast=True)
+
+    def uniform_(self: Tensor, *bounds: builtins.float, generator: Any = None, **names: builtins.float) -> Tensor:
+        """Fill with samples from the uniform distribution on ``[from, to)`` (default [0, 1)), in place.
+
+        torch's arguments are ``from`` and ``to``; ``from`` is a Python keyword, so they are read from
+        ``*bounds`` (``uniform_(-0.1, 0.1)``) or as ``**{"from": a, "to": b}``."""
+        from .creation import _rng
+
+        low = bounds[0] if len(bounds) > 0 else names.pop("from", 0.0)
+        high = bounds[1] if len(bounds) > 1 else names.pop("to", 1.0)
+        if len(bounds) > 2 or names:
+            raise TypeError(f"uniform_: expected uniform_(from=0, to=1, *, generator=None), got {len(bounds)} "
+                            f"positional arguments and {sorted(names)}")
+        values = _rng("uniform_", generator).uniform(low, high, self.shape)
+        return self._in_place("uniform_", Copy, values, cast=True)
+
+    def normal_(self: Tensor, mean: builtins.float = 0, std: builtins.float = 1, *, generator: Any = None) -> Tensor:
+        """Fill with samples from the normal distribution ``N(mean, std**2)``, in place."""
+        from .creation import _rng
+
+        return self._in_place("normal_", Copy, _rng("normal_", generator).normal(mean, std, self.shape), cast=True)
+
+    def __setitem__(self: Tensor, index: Any, value: Any) -> None:
+        """``x[index] = value`` (basic, advanced and bool-mask indexes): in place; in a graph ``value`` gets
+        the gradient of the elements it wrote, the overwritten ones get none."""
+        from .tensor import _plain_index
+
+        value = value if hasattr(value, "gradient_edge") else np.asarray(value)
+        self._in_place("__setitem__", SetItem, value, index=_plain_index(index), cast=True)
+
+    def __iadd__(self: Tensor, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self: Tensor, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self: Tensor, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self: Tensor, other: Any) -> Tensor:
+        return self.div_(other)
+
     # -- devices and dtypes ------------------------------------------------------
 
     @property
@@ -85,7 +203,7 @@ class TensorAPI:
         if dtype is None or dtype == self.dtype:
             return Clone.apply(self) if copy else self
         if dtype.kind != "f":
-            return self._make(self.data.astype(dtype))
+            return self._make(self.array.astype(dtype))
         return Cast.apply(self, dtype=dtype)
 
     def cpu(self: Tensor) -> Tensor:
@@ -156,44 +274,44 @@ class TensorAPI:
 
     def dim(self: Tensor) -> builtins.int:
         """The number of dimensions (torch's spelling of ``ndim``)."""
-        return self.data.ndim
+        return self.array.ndim
 
     def ndimension(self: Tensor) -> builtins.int:
         """The number of dimensions."""
-        return self.data.ndim
+        return self.array.ndim
 
     def size(self: Tensor, dim: builtins.int | None = None) -> Any:
         """The shape, or the length along ``dim``."""
         if dim is None:
-            return self.data.shape
-        return self.data.shape[normalize_dim("size", dim, self.ndim)]
+            return self.array.shape
+        return self.array.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self: Tensor) -> builtins.int:
         """The number of elements."""
-        return builtins.int(self.data.size)
+        return builtins.int(self.array.size)
 
     def nelement(self: Tensor) -> builtins.int:
         """The number of elements (``numel``)."""
-        return builtins.int(self.data.size)
+        return builtins.int(self.array.size)
 
     def element_size(self: Tensor) -> builtins.int:
         """Bytes per element."""
-        return builtins.int(self.data.itemsize)
+        return builtins.int(self.array.itemsize)
 
     # -- Python protocols ------------------------------------------------------------
 
     def __format__(self: Tensor, spec: str) -> str:
         """``f"{loss:.4f}"`` formats a one-element tensor's value, as torch; otherwise ``str(self)``."""
-        if self.data.size == 1 and self.ndim == 0:
-            return format(self.data.item(), spec)
+        if self.array.size == 1 and self.ndim == 0:
+            return format(self.array.item(), spec)
         return format(str(self), spec)
 
     def __index__(self: Tensor) -> builtins.int:
         """A one-element integer tensor as an index (``range(n)``, ``list[t]``)."""
-        if self.data.size != 1 or self.dtype.kind not in "iub":
+        if self.array.size != 1 or self.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors of a single element can be converted to an index "
                             f"(got dtype {self.dtype}, shape {self.shape})")
-        return builtins.int(self.data.item())
+        return builtins.int(self.array.item())
 
     def __int__(self: Tensor) -> builtins.int:
         return builtins.int(self.item())
@@ -210,16 +328,16 @@ class TensorAPI:
     # -- logical and bitwise (bool and integer tensors; no gradient) -----------------
 
     def _logical(self: Tensor, other: Any, ufunc: np.ufunc, op: str) -> Tensor:
-        for x in (self.data, np.asarray(_array(other))):
+        for x in (self.array, np.asarray(_array(other))):
             if x.dtype.kind == "f":
                 raise TypeError(f"{op}: not supported for floating-point tensors (dtype {x.dtype}); "
                                 "compare first (x > 0) or use logical_and")
-        return self._make(ufunc(self.data, _array(other)))
+        return self._make(ufunc(self.array, _array(other)))
 
     def __invert__(self: Tensor) -> Tensor:
         if self.dtype.kind == "f":
             raise TypeError(f"~: bitwise_not is not supported for floating-point tensors (dtype {self.dtype})")
-        return self._make(np.invert(self.data))
+        return self._make(np.invert(self.array))
 
     def __and__(self: Tensor, other: Any) -> Tensor:
         return self._logical(other, np.bitwise_and, "&")
@@ -238,33 +356,50 @@ class TensorAPI:
 
     def logical_not(self: Tensor) -> Tensor:
         """True where the element is zero (False)."""
-        return self._make(np.logical_not(self.data))
+        return self._make(np.logical_not(self.array))
 
     def logical_and(self: Tensor, other: Tensor) -> Tensor:
         """Elementwise ``and`` of the truth values."""
-        return self._make(np.logical_and(self.data, _array(other)))
+        return self._make(np.logical_and(self.array, _array(other)))
 
     def logical_or(self: Tensor, other: Tensor) -> Tensor:
         """Elementwise ``or`` of the truth values."""
-        return self._make(np.logical_or(self.data, _array(other)))
+        return self._make(np.logical_or(self.array, _array(other)))
 
     def logical_xor(self: Tensor, other: Tensor) -> Tensor:
         """Elementwise ``xor`` of the truth values."""
-        return self._make(np.logical_xor(self.data, _array(other)))
+        return self._make(np.logical_xor(self.array, _array(other)))
 
     def isclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
                 equal_nan: builtins.bool = False) -> Tensor:
         """Elementwise ``|self - other| <= atol + rtol * |other|``, as a bool tensor."""
-        return self._make(np.isclose(self.data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+        return self._make(np.isclose(self.array, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     def allclose(self: Tensor, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
                  equal_nan: builtins.bool = False) -> builtins.bool:
         """True if every element ``isclose``."""
-        return builtins.bool(np.allclose(self.data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+        return builtins.bool(np.allclose(self.array, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def all(self: Tensor, dim: Any = None, keepdim: builtins.bool = False, **numpy: Any) -> Tensor:
+        """True where every element (along ``dim``; all of them if None) is nonzero, as a bool tensor.
+
+        ``np.all(t, axis=...)`` calls this with NumPy's names (``axis``, ``keepdims``), which torch accepts too."""
+        return self._truth("all", np.all, dim, keepdim, numpy)
+
+    def any(self: Tensor, dim: Any = None, keepdim: builtins.bool = False, **numpy: Any) -> Tensor:
+        """True where some element (along ``dim``; any of them if None) is nonzero, as a bool tensor."""
+        return self._truth("any", np.any, dim, keepdim, numpy)
+
+    def _truth(self: Tensor, op: str, reduce: Any, dim: Any, keepdim: Any, numpy: dict[str, Any]) -> Tensor:
+        dim, keepdim = numpy.pop("axis", dim), numpy.pop("keepdims", keepdim)
+        if numpy.pop("out", None) is not None or numpy:
+            raise TypeError(f"{op}: unexpected arguments {sorted(numpy) or ['out']}")
+        axis = None if dim is None or not self.ndim else normalize_dims(op, dim, self.ndim)
+        return self._make(np.asarray(reduce(self.array, axis=axis, keepdims=builtins.bool(keepdim))))
 
     def equal(self: Tensor, other: Tensor) -> builtins.bool:
         """True if both have the same shape and elements."""
-        return builtins.bool(np.array_equal(self.data, _array(other)))
+        return builtins.bool(np.array_equal(self.array, _array(other)))
 
     # -- new tensors like this one ------------------------------------------------------
 
@@ -317,7 +452,7 @@ class TensorAPI:
             if hasattr(bound, "gradient_edge"):
                 if bound.requires_grad:
                     raise NotImplementedError(f"clamp: no gradient to a tensor {name} here; pass a number")
-                bound = bound.data
+                bound = bound.array
         return Clamp.apply(self, min=_array(min), max=_array(max))
 
     def clip(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
@@ -400,15 +535,15 @@ class TensorAPI:
     def argmax(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The index of the largest element (of the flattened tensor if ``dim`` is None); the first if tied."""
         if dim is None:
-            return self._make(np.asarray(np.argmax(self.data), dtype=np.int64))
-        return self._make(np.asarray(np.argmax(self.data, axis=_int_dim("argmax", dim, self.ndim),
+            return self._make(np.asarray(np.argmax(self.array), dtype=np.int64))
+        return self._make(np.asarray(np.argmax(self.array, axis=_int_dim("argmax", dim, self.ndim),
                                                 keepdims=keepdim), dtype=np.int64))
 
     def argmin(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The index of the smallest element (of the flattened tensor if ``dim`` is None); the first if tied."""
         if dim is None:
-            return self._make(np.asarray(np.argmin(self.data), dtype=np.int64))
-        return self._make(np.asarray(np.argmin(self.data, axis=_int_dim("argmin", dim, self.ndim),
+            return self._make(np.asarray(np.argmin(self.array), dtype=np.int64))
+        return self._make(np.asarray(np.argmin(self.array, axis=_int_dim("argmin", dim, self.ndim),
                                                 keepdims=keepdim), dtype=np.int64))
 
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
@@ -419,7 +554,7 @@ class TensorAPI:
         if self.ndim == 0:
             return MinMax(self.reshape(()), self._make(np.zeros((), dtype=np.int64)))
         d = _int_dim("sort", dim, self.ndim)
-        order = np.argsort(-self.data if descending else self.data, axis=d, kind="stable")
+        order = np.argsort(-self.array if descending else self.array, axis=d, kind="stable")
         return MinMax(TakeAlong.apply(self, index=order, dim=d), self._make(order.astype(np.int64)))
 
     def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
@@ -438,7 +573,7 @@ class TensorAPI:
             raise RuntimeError(f"topk: k ({k}) is out of range for dimension {dim} of size {length}")
         if self.ndim == 0:
             return self.sort()
-        order = np.argsort(-self.data if largest else self.data, axis=d, kind="stable")
+        order = np.argsort(-self.array if largest else self.array, axis=d, kind="stable")
         index = np.take(order, np.arange(k), axis=d)
         return MinMax(TakeAlong.apply(self, index=index, dim=d), self._make(index.astype(np.int64)))
 

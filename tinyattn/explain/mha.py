@@ -69,11 +69,12 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
 
 
 def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor], steps: Trace) -> list[str]:
-    """Where each gradient ends up, checked against the ``.grad`` arrays backward() filled."""
+    """Where each gradient ends up, checked against the ``.grad`` tensors backward() filled."""
     E = mha.embed_dim
     rows = []
 
-    def row(label: str, traced: np.ndarray, stored: np.ndarray | None, where: str) -> None:
+    def row(label: str, traced: np.ndarray, grad: autograd.Tensor | None, where: str) -> None:
+        stored = None if grad is None else grad.numpy()
         same = stored is not None and traced.shape == stored.shape and bool(
             np.allclose(traced, stored, rtol=1e-12, atol=1e-12))
         rows.append(f"  {label:<8} {str(traced.shape):<12} = {where:<30} {'✓ matches' if same else '✗ DIFFERS'}")
@@ -129,7 +130,7 @@ def walkthrough(args: argparse.Namespace) -> str:
         lines.append(steps.table())
     else:
         lines.append(str(steps))
-    lines += ["", "Where the gradients land (checked against the .grad arrays filled by backward):"]
+    lines += ["", "Where the gradients land (checked against the .grad tensors filled by backward):"]
     lines += landing_table(mha, inputs, steps)
     if args.graph:
         from .graph import draw_graph

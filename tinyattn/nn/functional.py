@@ -90,7 +90,7 @@ def layer_norm(
 
 def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
     """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``."""
-    idx = np.asarray(input.data if isinstance(input, Tensor) else input)  # (a float tensor may require grad)
+    idx = np.asarray(input.array if isinstance(input, Tensor) else input)  # (a float tensor may require grad)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
@@ -111,7 +111,7 @@ def cross_entropy(
 
     Targets equal to ``ignore_index`` contribute nothing; ``mean`` averages over the others.
     """
-    t = np.asarray(target.data if isinstance(target, Tensor) else target)  # (a float tensor may require grad)
+    t = np.asarray(target.array if isinstance(target, Tensor) else target)  # (a float tensor may require grad)
     if input.ndim not in (1, 2) or t.shape != input.shape[:-1]:
         raise ValueError(
             f"cross_entropy: expected logits (N, C) with targets (N,) or logits (C,) with a scalar "
@@ -165,7 +165,7 @@ def additive_mask(mask: Any, name: str, dtype: Any, true_means: str) -> Tensor:
         raise ValueError(f"additive_mask: true_means must be 'masked' or 'attend', got {true_means!r}")
     m = mask if isinstance(mask, Tensor) else tensor(np.asarray(mask))  # (a float64 NumPy mask stays float64)
     if m.dtype == np.bool_:
-        blocked = m.data if true_means == "masked" else ~m.data
+        blocked = m.array if true_means == "masked" else ~m.array
         return Tensor._make(np.where(blocked, -np.inf, 0.0).astype(dtype))
     if m.dtype.kind == "f":  # added to the scores: in their dtype (a float64 NumPy mask on a float32 model)
         return m.to(dtype)

@@ -19,25 +19,25 @@ def _fans(t: Tensor) -> tuple[int, int]:
 
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     """Fill ``t`` in place from U(a, b)."""
-    t.data[...] = default_generator().uniform(a, b, t.shape)
+    t.array[...] = default_generator().uniform(a, b, t.shape)
     return t
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill ``t`` in place from N(mean, std^2)."""
-    t.data[...] = default_generator().normal(mean, std, t.shape)
+    t.array[...] = default_generator().normal(mean, std, t.shape)
     return t
 
 
 def zeros_(t: Tensor) -> Tensor:
     """Fill ``t`` with zeros."""
-    t.data[...] = 0
+    t.array[...] = 0
     return t
 
 
 def ones_(t: Tensor) -> Tensor:
     """Fill ``t`` with ones."""
-    t.data[...] = 1
+    t.array[...] = 1
     return t
 
 

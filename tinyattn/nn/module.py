@@ -108,10 +108,13 @@ class Module:
         for _, p in self.named_parameters():
             yield p
 
-    def zero_grad(self) -> None:
-        """Forget every parameter's ``.grad``."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.array = np.zeros_like(p.grad.array)
 
     def train(self, mode: bool = True) -> Module:
         """Training mode (dropout active) for this module and its descendants."""
@@ -136,9 +139,9 @@ class Module:
             raise TypeError(f"Module.to: only floating point dtypes are accepted, but got desired dtype={dtype}")
         for p in self.parameters():
             if p.dtype.kind == "f":
-                p.data = p.data.astype(dtype)
+                p.array = p.array.astype(dtype)
                 if p.grad is not None:
-                    p.grad = p.grad.astype(dtype)
+                    p.grad.array = p.grad.array.astype(dtype)
         return self
 
     def cpu(self) -> Module:
@@ -162,7 +165,7 @@ class Module:
 
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
         """Name -> a copy of each parameter's array; a shared parameter under each of its names (as torch)."""
-        return OrderedDict((name, p.data.copy()) for name, p in self.named_parameters(remove_duplicate=False))
+        return OrderedDict((name, p.array.copy()) for name, p in self.named_parameters(remove_duplicate=False))
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters, keeping their dtypes.
@@ -186,7 +189,7 @@ class Module:
             raise RuntimeError(f"load_state_dict into {type(self).__name__}: " + "; ".join(problems))
         for name, array in arrays.items():
             if name in own:
-                own[name].data = array.astype(own[name].dtype)  # a copy: the caller's array is never shared
+                own[name].array = array.astype(own[name].dtype)  # a copy: the caller's array is never shared
 
     # -- printing ----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ class Parameter(Tensor):
     """A leaf tensor that requires grad; assigning one to a Module attribute registers it."""
 
     def __init__(self, data: Any, requires_grad: bool = True) -> None:
-        array = data.data if isinstance(data, Tensor) else np.asarray(data)
+        array = data.array if isinstance(data, Tensor) else np.asarray(data)
         super().__init__(array, dtype=array.dtype, requires_grad=requires_grad)
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float, norm_type:
     ``total = (sum_p ||grad_p||^q)^(1/q)`` (``q = norm_type``, ``inf`` for the max);
     if ``total > max_norm`` every gradient is multiplied by ``max_norm / (total + 1e-6)``.
     """
-    grads = [p.grad for p in parameters if p.grad is not None]
+    grads = [p.grad.array for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
     if norm_type == math.inf:

@@ -55,16 +55,16 @@ class Adam(Optimizer):
             if p.grad is None:
                 continue
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            g = -p.grad if group["maximize"] else p.grad
+            g = -p.grad.array if group["maximize"] else p.grad.array
             if wd and self.decoupled_weight_decay:
-                p.data *= 1 - lr * wd  # AdamW: decay the weights directly
+                p.array *= 1 - lr * wd  # AdamW: decay the weights directly
             elif wd:
-                g = g + wd * p.data  # Adam: L2 penalty through the gradient
+                g = g + wd * p.array  # Adam: L2 penalty through the gradient
             state = self.state.setdefault(i, {})
             if not state:
-                state.update(step=0, exp_avg=np.zeros_like(p.data), exp_avg_sq=np.zeros_like(p.data))
+                state.update(step=0, exp_avg=np.zeros_like(p.array), exp_avg_sq=np.zeros_like(p.array))
                 if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = np.zeros_like(p.data)
+                    state["max_exp_avg_sq"] = np.zeros_like(p.array)
             state["step"] += 1
             t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
             # BEGIN TASK adam_step
@@ -78,7 +78,7 @@ class Adam(Optimizer):
             # BEGIN TASK adam_step
             m_hat_scale = 1 / (1 - beta1**t)
             denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + eps
-            p.data -= lr * m_hat_scale * m / denom
+            p.array -= lr * m_hat_scale * m / denom
             # END TASK
             p._version += 1  # an in-place change: a graph built before it may not backward through p
 

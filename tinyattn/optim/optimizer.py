@@ -71,7 +71,7 @@ class Optimizer:
             if set_to_none:
                 p.grad = None
             elif p.grad is not None:
-                p.grad = np.zeros_like(p.grad)
+                p.grad.array = np.zeros_like(p.grad.array)
 
     def step(self) -> None:
         """Update every parameter that has a gradient."""

@@ -42,9 +42,9 @@ class SGD(Optimizer):
         for i, group, p in self._indexed_params():
             if p.grad is None:
                 continue
-            g = -p.grad if group["maximize"] else p.grad
+            g = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
-                g = g + group["weight_decay"] * p.data
+                g = g + group["weight_decay"] * p.array
             if group["momentum"]:
                 state = self.state.setdefault(i, {})
                 buf = state.get("momentum_buffer")
@@ -52,5 +52,5 @@ class SGD(Optimizer):
                 buf = np.array(g) if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * g
                 state["momentum_buffer"] = np.asarray(buf)
                 g = g + group["momentum"] * buf if group["nesterov"] else buf
-            p.data -= group["lr"] * g
+            p.array -= group["lr"] * g
             p._version += 1  # an in-place change: a graph built before it may not backward through p

@@ -470,3 +470,22 @@ class Clone(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         return (grad_output,)
+
+
+class Copy(Function):
+    """``out = src`` broadcast to ``x``'s shape and cast to its dtype (``copy_``, ``fill_``...);
+    ``dx = 0`` (its value is overwritten),  ``dsrc = dout`` summed back to ``src``'s shape."""
+
+    formula = "{out} = {1} (copied into {0})"
+    grad_formulas = ("", "d{1} = d{out} (unbroadcast)")
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, src: Any) -> np.ndarray:
+        ctx.src_meta = _meta(src)
+        if not broadcasts_to(np.shape(src), x.shape):
+            raise RuntimeError(f"copy_: the source of shape {np.shape(src)} does not broadcast to {x.shape}")
+        return np.array(np.broadcast_to(src, x.shape), dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any]:
+        return None, unbroadcast(grad_output, *ctx.src_meta) if ctx.needs_input_grad[1] else None

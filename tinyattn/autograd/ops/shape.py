@@ -291,3 +291,35 @@ class Gather(Function):
         dx = np.zeros(ctx.shape, dtype=ctx.dtype)
         np.add.at(dx, ctx.where, grad_output)
         return (dx,)
+
+
+class SetItem(Function):
+    """``out = x`` with ``out[index] = value`` (what ``x[index] = value`` records);
+    ``dx = dout`` with the assigned elements set to 0,  ``dvalue = dout[index]`` (summed to value's shape)."""
+
+    formula = "{out} = {0} with {out}[index] = {1}"
+    grad_formulas = ("d{0} = d{out} with the assigned elements set to 0", "d{1} = d{out}[index]")
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, value: Any, *, index: Any) -> np.ndarray:
+        out = x.copy()
+        try:
+            out[index] = value
+        except (IndexError, ValueError) as err:
+            raise type(err)(f"setitem: cannot assign a value of shape {np.shape(value)} to index {index!r} of a "
+                            f"tensor of shape {x.shape}: {err}") from None
+        ctx.index, ctx.value_meta = index, (np.shape(value), getattr(value, "dtype", None))
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        dx = dvalue = None
+        if ctx.needs_input_grad[0]:
+            dx = grad_output.copy()
+            dx[ctx.index] = 0
+        if ctx.needs_input_grad[1]:
+            shape, dtype = ctx.value_meta
+            picked = np.asarray(grad_output[ctx.index])
+            picked = picked.reshape((1,) * (len(shape) - picked.ndim) + picked.shape)  # (value had extra 1s)
+            dvalue = unbroadcast(picked, shape, dtype)
+        return dx, dvalue

@@ -24,38 +24,38 @@ def _backward(out, rng):
 def unbroadcast():
     (a, b, c), rng = _leaves(1, (2, 3, 4), (3, 1), (4,))
     _backward(a * b + c, rng)
-    return {"a_grad": a.grad, "b_grad": b.grad, "c_grad": c.grad}
+    return {"a_grad": a.grad.numpy(), "b_grad": b.grad.numpy(), "c_grad": c.grad.numpy()}
 
 
 def matmul_backward():
     (a, b, x, w), rng = _leaves(2, (2, 3, 4), (4, 5), (5, 4), (2, 1, 4, 3))
     _backward(a @ b, rng)
     _backward(x @ w, rng)
-    return {"a_grad": a.grad, "b_grad": b.grad, "x_grad": x.grad, "w_grad": w.grad}
+    return {"a_grad": a.grad.numpy(), "b_grad": b.grad.numpy(), "x_grad": x.grad.numpy(), "w_grad": w.grad.numpy()}
 
 
 def linear_forward():
     (x, w, b), _ = _leaves(3, (2, 3, 4), (5, 4), (5,))
-    return {"y": F.linear(x, w, b).data, "y_nobias": F.linear(x, w).data}
+    return {"y": F.linear(x, w, b).detach().numpy(), "y_nobias": F.linear(x, w).detach().numpy()}
 
 
 def shape_backward():
     (x,), rng = _leaves(4, (2, 3, 4))
     _backward(x.transpose(0, 2).reshape(6, 4) * x.reshape(4, 6).transpose(0, 1), rng)
-    return {"x_grad": x.grad}
+    return {"x_grad": x.grad.numpy()}
 
 
 def softmax_backward():
     (x,), rng = _leaves(5, (2, 3, 4))
     _backward(x.softmax(dim=-1) + x.softmax(dim=1), rng)
-    return {"x_grad": x.grad}
+    return {"x_grad": x.grad.numpy()}
 
 
 def log_softmax_backward():
     (x, logits), rng = _leaves(6, (2, 3, 4), (5, 6))
     _backward(x.log_softmax(dim=-1), rng)
     F.cross_entropy(logits, np.array([0, 5, 2, 2, 1])).backward()
-    return {"x_grad": x.grad, "logits_grad": logits.grad}
+    return {"x_grad": x.grad.numpy(), "logits_grad": logits.grad.numpy()}
 
 
 def attention():
@@ -64,20 +64,22 @@ def attention():
     mask[:, 0] = 0.0
     out, p = F.attention(q, k, v, ta.tensor(mask))
     _backward(out, rng)
-    return {"out": out.data, "p": p.data, "q_grad": q.grad, "k_grad": k.grad, "v_grad": v.grad}
+    return {"out": out.detach().numpy(), "p": p.detach().numpy(), "q_grad": q.grad.numpy(), "k_grad": k.grad.numpy(),
+            "v_grad": v.grad.numpy()}
 
 
 def _mha():
     ta.manual_seed(8)
     mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
     rng = np.random.default_rng(8)
-    mha.in_proj_bias.data[...] = rng.standard_normal(24)
+    mha.in_proj_bias.data[...] = ta.tensor(rng.standard_normal(24))
     x = ta.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True)
     out, w = mha(x, x, x, average_attn_weights=False)
     out.backward(rng.standard_normal(out.shape))
     return {
-        "out": out.data, "weights": w.data, "x_grad": x.grad,
-        "in_proj_weight_grad": mha.in_proj_weight.grad, "out_proj_weight_grad": mha.out_proj.weight.grad,
+        "out": out.detach().numpy(), "weights": w.detach().numpy(), "x_grad": x.grad.numpy(),
+        "in_proj_weight_grad": mha.in_proj_weight.grad.numpy(),
+        "out_proj_weight_grad": mha.out_proj.weight.grad.numpy(),
     }
 
 
@@ -94,9 +96,9 @@ def adam_step():
     opt = optim.Adam([p], lr=0.05, betas=(0.8, 0.9))
     grads = np.random.default_rng(90).standard_normal((3, 3, 4))
     for g in grads:
-        p.grad = g.copy()
+        p.grad = ta.tensor(g.copy())
         opt.step()
-    return {"p": p.data, "exp_avg_sq": opt.state[0]["exp_avg_sq"]}
+    return {"p": p.detach().numpy(), "exp_avg_sq": opt.state[0]["exp_avg_sq"]}
 
 
 PROBES = {name: fn for name, fn in globals().items() if not name.startswith("_") and callable(fn)
