@@ -28,7 +28,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class Context:
 
     saved_tensors: tuple[Any, ...]
 
-    def __init__(self, needs_input_grad: tuple[bool, ...] = ()) -> None:
+    def __init__(self, needs_input_grad: Sequence[bool] = ()) -> None:
         self.needs_input_grad = needs_input_grad
         self.saved_tensors = ()
 
@@ -101,15 +101,22 @@ class Function:
         When grad mode is on and an input requires grad, the result also gets the ``Node`` that
         backward will call (its ``grad_fn``): the op, what forward saved, and the inputs' edges.
         """
-        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
-        ctx = Context(tuple(isinstance(a, Tensor) and a._requires_grad for a in args))
-        out = np.asarray(cls.forward(ctx, *arrays, **kwargs))
-        if not (grad_mode._grad_enabled and True in ctx.needs_input_grad):
-            return Tensor._make(out)
-        result = Tensor._make(out, requires_grad=True)
-        result._grad_fn = Node(cls, ctx, args)
-        if grad_mode._recorder is not None:  # the explainer's trace() is watching
-            grad_mode._recorder.forward(result._grad_fn, args, result)
+        arrays, needs = [], []  # each input's array, and whether it wants a gradient
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a.array)
+                needs.append(a._requires_grad)
+            else:  # a Python number, an ndarray: passed as it is, no gradient
+                arrays.append(a)
+                needs.append(False)
+        ctx = Context(needs)
+        out = cls.forward(ctx, *arrays, **kwargs)
+        result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        if grad_mode._grad_enabled and True in needs:
+            result._requires_grad = True
+            result._grad_fn = Node(cls, ctx, args)
+            if grad_mode._recorder is not None:  # the explainer's trace() is watching
+                grad_mode._recorder.forward(result._grad_fn, args, result)
         return result
 
 
@@ -127,14 +134,21 @@ class Node:
 
     def __init__(self, fn: type[Function], ctx: Context | None, inputs: tuple[Any, ...] = ()) -> None:
         self.fn, self.ctx = fn, ctx
-        need = ctx.needs_input_grad if ctx is not None else ()
-        self.edges = tuple(x.gradient_edge() if n else None for x, n in zip(inputs, need))
-        self.input_meta = tuple((x.shape, x.dtype) if n else None for x, n in zip(inputs, need))
         self.retained: weakref.ref | None = None  # the tensor whose .grad gets this node's output gradient
         self.released = False
+        edges: list[Node | None] = []  # per input: the node its gradient flows into,
+        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
+        for x, need in zip(inputs, ctx.needs_input_grad if ctx else ()):
+            if need:
+                edges.append(x._grad_fn or x.gradient_edge())
+                meta.append((x.array.shape, x.array.dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+        self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
-        self.saved_versions: tuple[tuple[Any, int], ...] = saved_versions(ctx, inputs) if ctx else ()
+        self.saved_versions: tuple[tuple[Any, int], ...] = saved_versions(ctx.saved_tensors, inputs) if ctx else ()
 
     @property
     def name(self) -> str:
@@ -149,8 +163,10 @@ class Node:
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         if not isinstance(grads, tuple) or len(grads) != len(self.edges):
             grads = self._as_tuple(grads)
-        return tuple(None if e is None or g is None else self._checked(i, g) for i, (e, g) in enumerate(zip(
-            self.edges, grads)))
+        checked = []
+        for i, (edge, grad) in enumerate(zip(self.edges, grads)):  # the engine's guard: shape and dtype of each
+            checked.append(None if edge is None or grad is None else self._checked(i, grad))
+        return tuple(checked)
 
     def _as_tuple(self, grads: Any) -> tuple[Any, ...]:
         """A one-input op's bare gradient as a 1-tuple; a wrong count of gradients refused."""
@@ -192,12 +208,13 @@ class OverwrittenOutput:
         self.shape, self.op = shape, op
 
 
-def saved_versions(ctx: Context, inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
+def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """``(tensor, version)`` for each input tensor whose array ``forward`` saved (torch's saved-variable check)."""
-    if not ctx.saved_tensors:
-        return ()
-    kept = {id(s) for s in ctx.saved_tensors}
-    return tuple((x, x._version) for x in inputs if isinstance(x, Tensor) and id(x.array) in kept)
+    versions = []
+    for x in inputs if saved else ():
+        if isinstance(x, Tensor) and any(s is x.array for s in saved):
+            versions.append((x, x._version))
+    return tuple(versions)
 
 
 def modified_error(node: Node, tensor: Any, version: int) -> RuntimeError:
@@ -325,6 +342,8 @@ def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """Turn a possibly negative ``dim`` into an index in ``[0, ndim)``, or raise."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the usual case, checked at once
+        return dim % ndim
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
     if not -max(ndim, 1) <= dim < max(ndim, 1):
@@ -342,6 +361,8 @@ def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple
     """
     if dim is None:
         return tuple(range(ndim))
+    if type(dim) is int and -ndim <= dim < ndim:  # the usual case: one dim, in range
+        return (dim % ndim,)
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     out = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
     if len(out) != len(dims):

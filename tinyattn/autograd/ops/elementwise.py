@@ -33,7 +33,10 @@ def _operands(ctx: Context, op: str, a: Any, b: Any, floating: bool = False) -> 
     its input's), and return them in the dtype the op computes in: torch's ``result_type``, at
     least the default float if ``floating`` (true division)."""
     ctx.a_meta, ctx.b_meta = _meta(a), _meta(b)
-    broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
+    if type(b) is float and type(a) is np.ndarray and a.dtype.kind == "f":  # the common x * 0.5: nothing to check
+        return a, a.dtype.type(b)
+    if ctx.a_meta[0] != ctx.b_meta[0]:
+        broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
     dtype = result_type(a, b)
     if floating and dtype.kind != "f":
         dtype = function.DEFAULT_FLOAT

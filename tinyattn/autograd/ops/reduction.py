@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Iterable
 
@@ -27,7 +28,7 @@ class Sum(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("sum", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
-        return np.sum(x, axis=ctx.dims, keepdims=keepdim)
+        return x.sum(axis=ctx.dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
@@ -44,8 +45,8 @@ class Mean(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("mean", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
-        ctx.count = int(np.prod([x.shape[d] for d in ctx.dims]))
-        return np.mean(x, axis=ctx.dims, keepdims=keepdim)
+        ctx.count = math.prod(x.shape[d] for d in ctx.dims)
+        return x.sum(axis=ctx.dims, keepdims=keepdim) / (ctx.count or np.nan)  # (of nothing: nan, as torch)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
@@ -68,7 +69,7 @@ class Amax(Function):
         if x.size == 0 and (not ctx.dims or any(x.shape[d] == 0 for d in ctx.dims)):
             raise ValueError(f"amax: cannot reduce over an empty dim of a tensor of shape {x.shape}")
         ctx.keepdim = keepdim
-        out = np.max(x, axis=ctx.dims, keepdims=True)
+        out = x.max(axis=ctx.dims, keepdims=True)
         ctx.save_for_backward(x == out)
         return out if keepdim else np.squeeze(out, axis=ctx.dims)
 
@@ -114,7 +115,7 @@ class Var(Function):
         ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool, correction: int
     ) -> np.ndarray:
         dims = normalize_dims("var", dim, x.ndim)
-        count = int(np.prod([x.shape[d] for d in dims]))
+        count = math.prod(x.shape[d] for d in dims)
         centered = x - np.mean(x, axis=dims, keepdims=True)
         ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
         ctx.save_for_backward(centered)

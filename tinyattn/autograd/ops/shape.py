@@ -50,7 +50,7 @@ class Transpose(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
         ctx.dims = normalize_dim("transpose", dim0, x.ndim), normalize_dim("transpose", dim1, x.ndim)
-        return np.swapaxes(x, *ctx.dims)
+        return x.swapaxes(*ctx.dims)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
@@ -73,7 +73,7 @@ class Permute(Function):
                 f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims of shape {x.shape}"
             )
         ctx.inverse = tuple(np.argsort(perm))
-        return np.transpose(x, perm)
+        return x.transpose(perm)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:

@@ -37,11 +37,11 @@ class Softmax(Function):
         if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
             y = np.where(np.isneginf(x), 0, 1).astype(x.dtype)  # (0 if masked, as a fully masked row)
         else:
-            m = np.max(x, axis=d, keepdims=True)
-            m[np.isneginf(m)] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
+            m = x.max(axis=d, keepdims=True)
+            m[m == -np.inf] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
             y = x - m
             np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
-            s = np.sum(y, axis=d, keepdims=True)
+            s = y.sum(axis=d, keepdims=True)
             s[s == 0] = 1  # an all-zero row stays zero
             y /= s
         ctx.dim = d
@@ -71,8 +71,8 @@ class LogSoftmax(Function):
         if x.size == 0 or x.ndim == 0:  # empty; or 0-d, whose log-softmax is log 1 = 0
             y = np.zeros_like(x)
         else:
-            shifted = x - np.max(x, axis=d, keepdims=True)
-            y = shifted - np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+            shifted = x - x.max(axis=d, keepdims=True)
+            y = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
         ctx.dim = d
         ctx.save_for_backward(y)
         return y

@@ -1,0 +1,109 @@
+"""This checkout against another commit, side by side in one process: a MultiheadAttention
+forward+backward at one size, both paths (composed: need_weights=True; fused: need_weights=False).
+
+    python benchmarks/compare_commits.py 3f5c6c0              # a commit of this repository
+    python benchmarks/compare_commits.py /path/to/checkout    # or another checkout
+    python benchmarks/compare_commits.py HEAD~3 --size 8,64,128,8 --rounds 60
+
+The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
+only), so both run in the same process, pinned to one CPU with BLAS on one thread, round after round
+alternating between them (a noisy machine slows both alike). It prints the median time of each and
+the ratio new / old per path: what "0.6x of today's time" is measured with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def other_package(where: str, into: str) -> str:
+    """Copy the ``tinyattn`` package of ``where`` (a commit or a checkout path) into ``into/tinyattn_other``."""
+    target = os.path.join(into, "tinyattn_other")
+    if os.path.isdir(where):
+        shutil.copytree(os.path.join(where, "tinyattn"), target)
+        return target
+    files = subprocess.run(["git", "-C", HERE, "ls-tree", "-r", "--name-only", where, "tinyattn"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    for name in files:
+        if not name.endswith(".py"):
+            continue
+        blob = subprocess.run(["git", "-C", HERE, "show", f"{where}:{name}"], check=True, capture_output=True).stdout
+        path = os.path.join(target, os.path.relpath(name, "tinyattn"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(blob)
+    return target
+
+
+def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ignore[no-untyped-def]
+    """One MHA forward+backward with fixed weights and inputs, in ``lib``."""
+    nn = importlib.import_module(lib.__name__ + ".nn")
+    rng = np.random.default_rng(0)
+    lib.manual_seed(0)
+    mha = nn.MultiheadAttention(E, h, batch_first=True)
+    x_np = rng.standard_normal((B, n, E)).astype(np.float32)
+    dy = rng.standard_normal((B, n, E)).astype(np.float32)
+
+    def run() -> None:
+        mha.zero_grad()
+        x = lib.tensor(x_np, requires_grad=True)
+        y, _ = mha(x, x, x, need_weights=need_weights)
+        y.backward(dy)
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("other", help="a commit (e.g. HEAD~1) or the path of another checkout")
+    parser.add_argument("--size", default="3,5,16,2", help="B,n,E,h (default: the chapter's 3,5,16,2)")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
+    args = parser.parse_args()
+    B, n, E, h = (int(v) for v in args.size.split(","))
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    sys.path.insert(0, HERE)
+    with tempfile.TemporaryDirectory() as tmp:
+        other_package(args.other, tmp)
+        sys.path.insert(0, tmp)
+        import tinyattn_other
+
+        import tinyattn
+
+        runs = {}
+        for label, lib in (("new", tinyattn), ("old", tinyattn_other)):
+            for path, weights in (("composed", True), ("fused", False)):
+                runs[label, path] = runner(lib, B, n, E, h, weights)
+        times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
+        for fn in runs.values():
+            fn()  # warm up
+        for _ in range(args.rounds):
+            for key, fn in runs.items():
+                start = time.perf_counter()
+                for _ in range(args.repeat):
+                    fn()
+                times[key].append((time.perf_counter() - start) / args.repeat)
+    print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls, medians")
+    for path in ("composed", "fused"):
+        new, old = (statistics.median(times[label, path]) for label in ("new", "old"))
+        print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.2f}")
+
+
+if __name__ == "__main__":
+    main()
