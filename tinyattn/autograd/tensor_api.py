@@ -92,13 +92,16 @@ class TensorAPI:
                                f"{self.dtype}")
         if self._grad_fn is not None:
             self._grad_fn.output_changed(self.array)
+        self._version += 1
         if in_graph:
+            node = result._grad_fn
+            if node is not None:  # what the op saved of this tensor is its old array, which no later change touches
+                node.saved_versions = tuple((t, v) for t, v in node.saved_versions if t is not self)
             if result.dtype != self.dtype:
                 result = Cast.apply(result, dtype=self.dtype)
             self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
         else:
             self.array[...] = result.array
-        self._version += 1
         return self
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:

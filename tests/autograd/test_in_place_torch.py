@@ -1,0 +1,229 @@
+"""In-place ops and item assignment against torch: random programs mixing them with out-of-place ops,
+on leaves under no_grad and on non-leaves in the graph, compared for values, gradients and errors.
+"""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+SHAPE = (3, 4)
+
+
+def in_place_step(rng):
+    """One in-place change ``(name, fn(t, lib))``: the same call in both libraries."""
+    kind = int(rng.integers(11))
+    other = rng.standard_normal(SHAPE)
+    row = rng.standard_normal(4)
+    mask = rng.random(SHAPE) > 0.5
+    scalar = float(rng.uniform(0.5, 2.0))
+    index = int(rng.integers(3))
+    steps = [
+        ("add_", lambda t, lib, o: t.add_(o)),
+        ("sub_ alpha", lambda t, lib, o: t.sub_(o, alpha=scalar)),
+        ("mul_", lambda t, lib, o: t.mul_(o)),
+        ("div_", lambda t, lib, o: t.div_(o.abs() + 1)),
+        ("+= scalar", lambda t, lib, o: t.__iadd__(scalar)),
+        ("*= tensor", lambda t, lib, o: t.__imul__(o)),
+        ("masked_fill_", lambda t, lib, o: t.masked_fill_(lib.tensor(mask), scalar)),
+        ("clamp_", lambda t, lib, o: t.clamp_(-0.5, 0.5)),
+        ("setitem row", lambda t, lib, o: t.__setitem__(index, o[0] * 2)),
+        ("setitem mask", lambda t, lib, o: t.__setitem__(lib.tensor(mask), scalar)),
+        ("setitem slice", lambda t, lib, o: t.__setitem__((slice(None), slice(0, 4, 2)), o[:, :2])),
+    ]
+    name, fn = steps[kind]
+    return name, fn, other, row
+
+
+def out_of_place_step(rng):
+    kind = int(rng.integers(4))
+    return [lambda t: t * 2 + 1, lambda t: t.tanh(), lambda t: t.exp(), lambda t: t.softmax(-1)][kind]
+
+
+def program(seed):
+    """A list of steps: out-of-place ops and in-place ones (each with its own operand)."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    for _ in range(int(rng.integers(2, 6))):
+        if rng.random() < 0.5:
+            steps.append(("op", out_of_place_step(rng), None))
+        else:
+            name, fn, other, _ = in_place_step(rng)
+            steps.append((name, fn, other))
+    return rng.standard_normal(SHAPE), steps, rng.standard_normal(SHAPE)
+
+
+def run(lib, seed):
+    start, steps, upstream = program(seed)
+    x = lib.tensor(start, requires_grad=True)
+    operands = []
+    t = x * 1  # a non-leaf: in-place changes to it are recorded in the graph
+    try:
+        for name, fn, other in steps:
+            if name == "op":
+                t = fn(t)
+            else:
+                o = lib.tensor(other, requires_grad=True)
+                operands.append(o)
+                fn(t, lib, o)
+        t.backward(lib.tensor(upstream))
+    except RuntimeError as err:
+        return "error", type(err), str(err)
+    values = t.detach().numpy().copy()
+    grads = [x.grad.numpy()] + [o.grad.numpy() if o.grad is not None else None for o in operands]
+    return "ok", values, grads
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_random_in_place_program_in_the_graph_matches_torch(seed):
+    ours, theirs = run(ta, seed), run(torch, seed)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        assert "modified by an inplace operation" in ours[2] and "modified by an inplace operation" in theirs[2]
+        return
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-10, atol=1e-12)
+    for mine, other in zip(ours[2], theirs[2]):
+        assert (mine is None) == (other is None)
+        if mine is not None:
+            np.testing.assert_allclose(mine, other, rtol=1e-9, atol=1e-12)
+
+
+def run_no_grad(lib, seed):
+    """The same in-place steps on a leaf parameter under no_grad (an optimizer's or an initializer's way)."""
+    rng = np.random.default_rng(seed)
+    w = lib.tensor(rng.standard_normal(SHAPE), requires_grad=True)
+    with lib.no_grad():
+        for _ in range(4):
+            name, fn, other, row = in_place_step(rng)
+            fn(w, lib, lib.tensor(other))
+        w[0].zero_()  # through a view: the base changes
+        w[:, 1].fill_(3.0)
+    assert w.requires_grad and w.grad_fn is None
+    return w.detach().numpy()
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_in_place_program_under_no_grad_matches_torch(seed):
+    np.testing.assert_allclose(run_no_grad(ta, seed), run_no_grad(torch, seed), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib, x: x.exp(),  # exp saves its output: changing it in place must stop backward
+    lambda lib, x: x.tanh(),
+    lambda lib, x: x.sigmoid(),
+])
+def test_changing_a_saved_output_in_place_refuses_backward_as_torch(make):
+    for lib in (ta, torch):
+        x = lib.tensor(np.arange(3.0), requires_grad=True)
+        y = make(lib, x)
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+def test_changing_a_saved_input_in_place_refuses_backward_as_torch():
+    for lib in (ta, torch):
+        x = lib.tensor(np.arange(3.0), requires_grad=True)
+        h = x * 1
+        y = h * h  # Mul saves h
+        h.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+
+
+def test_the_tutorials_manual_update_trains_as_torch():
+    """The PyTorch tutorial's polynomial fit with ``p -= learning_rate * p.grad`` (written here, in its style)."""
+    def fit(lib):
+        x = lib.linspace(-np.pi, np.pi, 2000, dtype=lib.float64)
+        y = lib.sin(x)
+        p = lib.tensor([1, 2, 3])
+        xx = x.unsqueeze(-1).pow(p)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 1, dtype=lib.float64))
+        with lib.no_grad():
+            model[0].weight.copy_(lib.tensor([[0.1, -0.2, 0.05]], dtype=lib.float64))
+            model[0].bias.fill_(0.3)
+        learning_rate = 1e-6
+        losses = []
+        for t in range(300):
+            y_pred = model(xx).squeeze(-1)
+            loss = ((y_pred - y) ** 2).sum()
+            losses.append(loss.item())
+            model.zero_grad()
+            loss.backward()
+            with lib.no_grad():
+                for param in model.parameters():
+                    param -= learning_rate * param.grad
+        return losses
+
+    ours, theirs = fit(ta), fit(torch)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+    assert ours[-1] < ours[0] / 5  # it trains: the rebinding slip would leave the loss where it started
+
+
+def test_grad_and_data_are_tensors_as_in_torch():
+    x = ta.randn(3, requires_grad=True)
+    (x * x).sum().backward()
+    assert isinstance(x.grad, ta.Tensor) and not x.grad.requires_grad
+    assert x.grad.norm().item() > 0 and x.grad.zero_().tolist() == [0.0, 0.0, 0.0]
+    d = x.data
+    assert isinstance(d, ta.Tensor) and not d.requires_grad and d.grad_fn is None
+    d.uniform_(-0.1, 0.1)  # the same memory: x changes
+    assert np.all(np.abs(x.detach().numpy()) <= 0.1) and np.shares_memory(d.array, x.array)
+    assert x.data.norm().item() >= 0
+    with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None"):
+        x.grad = np.zeros(3)
+    with pytest.raises(RuntimeError, match="assigned grad has shape"):
+        x.grad = ta.zeros(4)
+
+
+def test_zero_grad_sets_none_by_default_as_torch():
+    model = ta.nn.Linear(2, 2)
+    model(ta.ones(1, 2)).sum().backward()
+    opt = ta.optim.SGD(model.parameters(), lr=0.1)
+    opt.zero_grad()
+    assert model.weight.grad is None
+    model(ta.ones(1, 2)).sum().backward()
+    model.zero_grad(set_to_none=False)
+    assert model.weight.grad is not None and not model.weight.grad.any()
+
+
+def test_an_in_place_change_to_a_view_in_the_graph_is_refused_clearly():
+    x = ta.randn(3, 4, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="an in-place change to a view .* inside the graph is not supported"):
+        y[0].add_(1)
+    with pytest.raises(RuntimeError, match="an in-place change to a view"):
+        y.view(12).mul_(2)
+
+
+def test_setitem_gives_the_value_its_gradient_and_the_overwritten_elements_none():
+    for lib in (ta, torch):
+        x = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        v = lib.tensor(np.array([10.0, 20.0]), requires_grad=True)
+        y = x * 1
+        y[:, 1] = v * 3
+        (y * lib.tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))).sum().backward()
+        assert x.grad.tolist() == [[1.0, 0.0, 3.0], [4.0, 0.0, 6.0]]
+        assert v.grad.tolist() == [6.0, 15.0]
+
+
+def test_setitem_on_a_plain_tensor_with_a_value_that_requires_grad_joins_the_graph():
+    for lib in (ta, torch):
+        pe = lib.zeros(4, 6, dtype=lib.float64)
+        w = lib.tensor(np.ones(4), requires_grad=True)
+        position = lib.arange(4, dtype=lib.float64)
+        pe[:, 0::2] = lib.sin(position.unsqueeze(1) * w.unsqueeze(1))
+        pe.sum().backward()
+        np.testing.assert_allclose(np.asarray(w.grad.numpy()), 3 * np.arange(4.0) * np.cos(np.arange(4.0)))
+
+
+def test_in_place_int_from_float_is_refused_as_torch():
+    for lib in (ta, torch):
+        t = lib.tensor([1, 2])
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            t += 1.5
+        t += 2
+        assert t.tolist() == [3, 4]
