@@ -147,7 +147,7 @@ def test_the_tutorials_manual_update_trains_as_torch():
             model[0].bias.fill_(0.3)
         learning_rate = 1e-6
         losses = []
-        for t in range(300):
+        for _ in range(300):
             y_pred = model(xx).squeeze(-1)
             loss = ((y_pred - y) ** 2).sum()
             losses.append(loss.item())

@@ -44,16 +44,12 @@ def topological_order(root: Node) -> list[Node]:
         node, inputs_done = stack.pop()
         if inputs_done:
             order.append(node)
-            continue
-        if id(node) in visited:
-            continue
-        if node.released:
-            raise _released_error(node)
-        visited.add(id(node))
-        stack.append((node, True))
-        for edge in node.edges:
-            if edge is not None:  # (one already visited is skipped when popped)
-                stack.append((edge, False))
+        elif id(node) not in visited:
+            if node.released:
+                raise _released_error(node)
+            visited.add(id(node))
+            stack.append((node, True))
+            stack.extend((edge, False) for edge in node.edges if edge is not None)  # (a visited one is skipped)
     order.reverse()  # output first
     return order
 

@@ -102,13 +102,10 @@ class Function:
         backward will call (its ``grad_fn``): the op, what forward saved, and the inputs' edges.
         """
         arrays, needs = [], []  # each input's array, and whether it wants a gradient
-        for a in args:
-            if isinstance(a, Tensor):
-                arrays.append(a.array)
-                needs.append(a._requires_grad)
-            else:  # a Python number, an ndarray: passed as it is, no gradient
-                arrays.append(a)
-                needs.append(False)
+        for a in args:  # (a Python number, an ndarray: passed as it is, no gradient)
+            is_tensor = isinstance(a, Tensor)
+            arrays.append(a.array if is_tensor else a)
+            needs.append(is_tensor and a._requires_grad)
         ctx = Context(needs)
         out = cls.forward(ctx, *arrays, **kwargs)
         result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
@@ -139,12 +136,8 @@ class Node:
         edges: list[Node | None] = []  # per input: the node its gradient flows into,
         meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
         for x, need in zip(inputs, ctx.needs_input_grad if ctx else ()):
-            if need:
-                edges.append(x._grad_fn or x.gradient_edge())
-                meta.append((x.array.shape, x.array.dtype))
-            else:
-                edges.append(None)
-                meta.append(None)
+            edges.append((x._grad_fn or x.gradient_edge()) if need else None)
+            meta.append((x.array.shape, x.array.dtype) if need else None)
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)

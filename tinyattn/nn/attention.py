@@ -168,18 +168,11 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         B, L, E = query.shape
-        mask = self._additive_mask(attn_mask, key_padding_mask, B, L, key.shape[1], batched, query.dtype)
-        extra_k, extra_v = [], []  # keys and values appended after the projections, (B, 1, E) each
-        if self.bias_k is not None:  # one more, learned, key and value
-            extra_k.append(self.bias_k.expand(B, 1, E))
-            extra_v.append(self.bias_v.expand(B, 1, E))
-        if self.add_zero_attn:  # one more, all-zero, key and value (zero in every head)
-            extra_k.append(zeros(B, 1, E))  # (cat below promotes them to the keys' dtype)
-            extra_v.append(zeros(B, 1, E))
-        extra_kv = None
-        if extra_k:
-            extra_kv = (cat(extra_k, dim=1), cat(extra_v, dim=1))
-            mask = _attend_to_new_keys(mask, len(extra_k))
+        mask = extra_kv = None
+        if attn_mask is not None or key_padding_mask is not None:
+            mask = self._additive_mask(attn_mask, key_padding_mask, B, L, key.shape[1], batched, query.dtype)
+        if self.bias_k is not None or self.add_zero_attn:  # keys and values appended after the projections
+            extra_kv, mask = self._extra_keys(B, E, mask)
         w_q, w_k, w_v, b_q, b_k, b_v = self.projection_weights()
         b_o = self.out_proj.bias
         attn_output, attn_weights = F.multi_head_attention(
@@ -199,37 +192,55 @@ class MultiheadAttention(Module):
 
     # -- checks and masks ------------------------------------------------------
 
+    def _extra_keys(self, B: int, E: int, mask: Tensor | None) -> tuple[tuple[Tensor, Tensor], Tensor | None]:
+        """``add_bias_kv`` (one more, learned, key and value) and ``add_zero_attn`` (one more, all zero), ``(B, 1, E)``
+        each, and the mask widened so that every query may attend to them."""
+        extra_k, extra_v = [], []
+        if self.bias_k is not None:
+            extra_k.append(self.bias_k.expand(B, 1, E))
+            extra_v.append(self.bias_v.expand(B, 1, E))
+        if self.add_zero_attn:  # (zero in every head; cat below promotes them to the keys' dtype)
+            extra_k.append(zeros(B, 1, E))
+            extra_v.append(zeros(B, 1, E))
+        return (cat(extra_k, dim=1), cat(extra_v, dim=1)), _attend_to_new_keys(mask, len(extra_k))
+
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
         """Raise ``ValueError`` naming the shapes if the inputs do not fit; return whether batched."""
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(t).__name__}")
+        for name, t, dim in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if not isinstance(t, Tensor) or t.ndim != query.ndim or t.ndim not in (2, 3) or t.shape[-1] != dim:
+                raise self._input_error(name, t, dim, query, key, value)
+        batched = query.ndim == 3
+        seq, b = (1, 0) if batched and self.batch_first else (0, 1)
+        if key.shape[seq] != value.shape[seq] or batched and not query.shape[b] == key.shape[b] == value.shape[b]:
+            raise self._input_error("", key, 0, query, key, value, seq=seq, batch=b)
+        return batched
+
+    def _input_error(
+        self, name: str, t: Any, dim: int, query: Any, key: Any, value: Any, seq: int = 0, batch: int = 0
+    ) -> Exception:
+        """The first of the checks ``_check_inputs`` makes that the inputs fail, as an exception naming the shapes."""
+        for n, x in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(x, Tensor):
+                return TypeError(f"MultiheadAttention: {n} must be a Tensor, got {type(x).__name__}")
         if query.ndim not in (2, 3):
-            raise ValueError(f"MultiheadAttention: query must be 2-D (unbatched) or 3-D, got shape {query.shape}")
+            return ValueError(f"MultiheadAttention: query must be 2-D (unbatched) or 3-D, got shape {query.shape}")
         if key.ndim != query.ndim or value.ndim != query.ndim:
-            raise ValueError(
+            return ValueError(
                 f"MultiheadAttention: query, key and value must have the same number of dims, got shapes "
                 f"{query.shape}, {key.shape} and {value.shape}"
             )
-        for name, t, dim in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
-            if t.shape[-1] != dim:
-                what = "embed_dim" if name == "query" else ("kdim" if name == "key" else "vdim")
-                raise ValueError(f"MultiheadAttention: {name} has shape {t.shape}, its last dim must be {what}={dim}")
-        batched = query.ndim == 3
-        seq = 1 if (batched and self.batch_first) else 0
+        if name:
+            what = "embed_dim" if name == "query" else ("kdim" if name == "key" else "vdim")
+            return ValueError(f"MultiheadAttention: {name} has shape {t.shape}, its last dim must be {what}={dim}")
         if key.shape[seq] != value.shape[seq]:
-            raise ValueError(
+            return ValueError(
                 f"MultiheadAttention: key and value must have the same sequence length, got shapes "
                 f"{key.shape} and {value.shape}"
             )
-        if batched:
-            b = 0 if self.batch_first else 1
-            if not query.shape[b] == key.shape[b] == value.shape[b]:
-                raise ValueError(
-                    f"MultiheadAttention: batch sizes differ: query {query.shape}, key {key.shape}, "
-                    f"value {value.shape} (batch dim {b})"
-                )
-        return batched
+        return ValueError(
+            f"MultiheadAttention: batch sizes differ: query {query.shape}, key {key.shape}, "
+            f"value {value.shape} (batch dim {batch})"
+        )
 
     def _additive_mask(
         self, attn_mask: Any, key_padding_mask: Any, B: int, L: int, S: int, batched: bool, dtype: Any

@@ -10,7 +10,7 @@ import string
 
 import numpy as np
 
-from ..function import Context, Function, broadcast_shapes, unbroadcast
+from ..function import Context, Function, unbroadcast
 
 
 class MatMul(Function):
@@ -28,21 +28,14 @@ class MatMul(Function):
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a), np.asarray(b)
-        if a.dtype != b.dtype:
-            raise RuntimeError(
-                f"matmul: operands have different dtypes {a.dtype} and {b.dtype}; "
-                "cast one with .to(), as torch requires"
-            )
-        if a.ndim == 0 or b.ndim == 0:
-            raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
-        if a.shape[-1] != b.shape[0 if b.ndim == 1 else -2]:
-            k_b = b.shape[0 if b.ndim == 1 else -2]
-            raise ValueError(
-                f"matmul: shapes {a.shape} and {b.shape} are not aligned ({a.shape[-1]} != {k_b})"
-            )
-        broadcast_shapes("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
+        if a.dtype != b.dtype or a.ndim == 0 or b.ndim == 0:
+            raise _matmul_error(a, b)
+        try:
+            out = a @ b
+        except ValueError:
+            raise _matmul_error(a, b) from None
         ctx.save_for_backward(a, b)
-        return a @ b
+        return out
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -70,6 +63,20 @@ class MatMul(Function):
             db = unbroadcast(db, b2.shape).reshape(b.shape)
         # END TASK
         return da, db
+
+
+def _matmul_error(a: np.ndarray, b: np.ndarray) -> Exception:
+    """Why ``a @ b`` is refused: two dtypes (torch does not promote), a 0-d operand, or shapes that do not fit."""
+    if a.dtype != b.dtype:
+        return RuntimeError(f"matmul: operands have different dtypes {a.dtype} and {b.dtype}; "
+                            "cast one with .to(), as torch requires")
+    if a.ndim == 0 or b.ndim == 0:
+        return ValueError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    k_b = b.shape[0 if b.ndim == 1 else -2]
+    if a.shape[-1] != k_b:
+        return ValueError(f"matmul: shapes {a.shape} and {b.shape} are not aligned ({a.shape[-1]} != {k_b})")
+    listed = f"{tuple(a.shape[:-2])} and {tuple(b.shape[:-2])}"
+    return ValueError(f"matmul (batch dims): shapes {listed} cannot be broadcast together")
 
 
 class LinearFn(Function):
