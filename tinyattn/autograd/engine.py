@@ -49,7 +49,9 @@ def topological_order(root: Node) -> list[Node]:
                 raise _released_error(node)
             visited.add(id(node))
             stack.append((node, True))
-            stack.extend((edge, False) for edge in node.edges if edge is not None)  # (a visited one is skipped)
+            for edge in node.edges:
+                if edge is not None:  # (one already visited is skipped when popped)
+                    stack.append((edge, False))
     order.reverse()  # output first
     return order
 
@@ -57,13 +59,13 @@ def topological_order(root: Node) -> list[Node]:
 def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool) -> Iterator[tuple[Node, np.ndarray]]:
     """Yield every node behind ``root`` with its complete output gradient, then run its backward."""
     grads: dict[Node, np.ndarray] = {root: grad_root}  # node -> dL/d(its output), summed over uses
+    recorder = active_recorder()  # (the explainer's trace(), if it is watching)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
         if grad_output is None:  # every path from the output to this node carried a None gradient
             continue
         yield node, grad_output
         grad_inputs = node.backward(grad_output)
-        recorder = active_recorder()
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
