@@ -396,3 +396,92 @@ def test_set_grad_enabled_is_a_call_and_a_block():
         torch.set_grad_enabled(True)
     with torch.inference_mode():
         assert (torch.ones(1, requires_grad=True) * 2).grad_fn is None
+
+
+# -- what mutation testing showed no test guarded ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,call", [
+    ("zeros", lambda: torch.zeros(2, device="cuda")), ("ones", lambda: torch.ones(2, device="cuda")),
+    ("empty", lambda: torch.empty(2, device="cuda")), ("full", lambda: torch.full((2,), 1.0, device="cuda")),
+    ("eye", lambda: torch.eye(2, device="cuda")), ("arange", lambda: torch.arange(3, device="cuda")),
+    ("linspace", lambda: torch.linspace(0, 1, 3, device="cuda")), ("rand", lambda: torch.rand(2, device="cuda")),
+    ("randn", lambda: torch.randn(2, device="cuda")), ("randint", lambda: torch.randint(0, 3, (2,), device="cuda")),
+    ("randperm", lambda: torch.randperm(3, device="cuda")), ("tensor", lambda: torch.tensor([1.0], device="cuda")),
+    ("as_tensor", lambda: torch.as_tensor([1.0], device="cuda")), ("Generator", lambda: torch.Generator("cuda")),
+    ("set_default_device", lambda: torch.set_default_device("cuda")), ("to", lambda: torch.ones(1).to("cuda")),
+    ("device", lambda: torch.nn.Linear(1, 1, device="cuda")), ("cuda", lambda: torch.ones(1).cuda()),
+    ("zeros", lambda: torch.zeros(2, device=0)),  # a bare int is a CUDA ordinal, as torch reads it
+])
+def test_a_gpu_refusal_names_the_call(name, call):
+    with pytest.raises(RuntimeError, match=rf"^{name}: device 'cuda(:0)?' is not available"):
+        call()
+
+
+def test_devices_parse_as_torch():
+    assert torch.device(torch.device("cuda", 1)).index == 1
+    assert torch.device(torch.device("cuda:1"), 2).index == 2  # an explicit index wins
+    assert str(torch.device("cuda", 3)) == "cuda:3" and str(torch.device("cpu")) == "cpu"
+    assert hash(torch.device("cuda:1")) == hash(torch.device("cuda", 1)) != hash(torch.device("cuda:2"))
+    assert torch.device("cpu") != "cpu" and torch.device("meta").type == "meta"
+    for bad in ("cuda:x", "cuda:-1"):
+        with pytest.raises(RuntimeError, match="invalid device string"):
+            torch.device(bad)
+    with pytest.raises(RuntimeError, match="invalid device string"):
+        torch.device("cuda:1", 1)
+    for index in (-1, 1.5):
+        with pytest.raises(RuntimeError, match="the index must be a non-negative int"):
+            torch.device("cuda", index)
+    with pytest.raises(TypeError, match="expected a string"):
+        torch.device(3.0)
+    with pytest.raises(NotImplementedError, match="meta device"):
+        torch.zeros(2, device="meta")
+    torch.set_default_device("cpu")
+    assert torch.get_default_device() == torch.device("cpu")
+    assert torch.ones(1).is_cuda is False and torch.ones(1).to(device=torch.device("cpu")).device.type == "cpu"
+
+
+def test_generators_and_seeds():
+    g, h = torch.Generator(), torch.Generator()
+    assert 0 <= g.initial_seed() < 2**63 and g.initial_seed() != h.initial_seed()  # fresh entropy, each
+    first = torch.randn(3, generator=g).tolist()
+    assert torch.randn(3, generator=torch.Generator().manual_seed(g.initial_seed())).tolist() == first
+    new = g.seed()
+    assert new == g.initial_seed() and 0 <= new < 2**63
+    again = torch.randn(3, generator=g).tolist()
+    assert torch.randn(3, generator=torch.Generator().manual_seed(new)).tolist() == again
+    s = torch.seed()
+    assert torch.initial_seed() == s and 0 <= s < 2**63
+    drawn = torch.rand(2).tolist()
+    torch.manual_seed(s)
+    assert torch.rand(2).tolist() == drawn
+    with pytest.raises(TypeError, match="seed must be an int"):
+        torch.manual_seed(True)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        torch.manual_seed(1.5)
+    with pytest.raises(TypeError, match="generator must be a tinyattn Generator"):
+        torch.randn(2, generator=0)
+    assert torch.rand(2, generator=np.random.default_rng(1)).tolist() == torch.rand(2, generator=np.random.default_rng(
+        1)).tolist()
+
+
+def test_as_tensor_shares_or_casts():
+    t = torch.ones(2)
+    assert torch.as_tensor(t) is t and torch.as_tensor(t, dtype=torch.float64).dtype == np.float64
+    assert torch.as_tensor(t, dtype=torch.float32) is t
+    a = np.zeros(2, np.float32)
+    shared = torch.as_tensor(a, dtype=torch.float32)
+    a[0] = 5
+    assert shared.tolist() == [5.0, 0.0]
+    with pytest.raises(TypeError, match="from_numpy: expected np.ndarray"):
+        torch.from_numpy([1.0])
+    with pytest.raises(TypeError, match="can't convert an array of dtype"):
+        torch.from_numpy(np.array(["a"]))
+
+
+def test_unsupported_dtypes_name_themselves():
+    assert repr(torch.bfloat16) == "tinyattn.bfloat16" and torch.complex64.name == "complex64"
+    with pytest.raises(TypeError, match="complex128 is not supported: tinyattn has no complex tensors"):
+        torch.zeros(1, dtype=torch.complex128)
+    with pytest.raises(TypeError, match="numbers and booleans only"):
+        torch.zeros(1, dtype=np.dtype("U1"))
