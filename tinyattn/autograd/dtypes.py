@@ -61,6 +61,8 @@ def as_dtype(dtype: Any) -> np.dtype:
     """``dtype`` (a name above, a NumPy dtype, or None for the default float) as a ``np.dtype``."""
     if dtype is None:
         return function.DEFAULT_FLOAT
+    if isinstance(dtype, UnsupportedDtype):  # (NumPy 2.0 hides the reason its .dtype gives; say it here)
+        raise TypeError(f"dtype {dtype.name} is not supported: {dtype.why}")
     try:
         result = np.dtype(dtype)
     except TypeError as err:
