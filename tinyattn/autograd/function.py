@@ -183,7 +183,7 @@ class Node:
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
         self.ctx = None
-        self.edges = ()
+        self.edges = self.saved_versions = ()
         self.released = True
 
     def output_changed(self, array: np.ndarray) -> None:
