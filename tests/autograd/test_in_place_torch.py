@@ -227,3 +227,35 @@ def test_in_place_int_from_float_is_refused_as_torch():
             t += 1.5
         t += 2
         assert t.tolist() == [3, 4]
+
+
+def test_a_view_and_its_base_share_one_version_counter_as_torch():
+    """An optimizer step on a parameter whose slice a node saved (MultiheadAttention's W^Q is
+    ``in_proj_weight[:E]``), and an in-place change through a view of a saved tensor: both refuse."""
+    for lib in (ta, torch):
+        w = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        x = lib.tensor(np.ones(3), requires_grad=True)
+        y = (w[0] * x).sum()  # Mul saved the view w[0]
+        with lib.no_grad():
+            w -= 0.1  # the step changes w, so the saved view changed too
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+        w2 = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        z = (w2 * x).sum()  # Mul saved w2
+        with lib.no_grad():
+            w2[1].zero_()  # through a view: w2 changed
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+
+
+def test_the_classic_slip_is_caught_in_multihead_attention():
+    mha = ta.nn.MultiheadAttention(8, 2, batch_first=True)
+    opt = ta.optim.SGD(mha.parameters(), lr=0.1)
+    x = ta.randn(2, 3, 8)
+    out, _ = mha(x, x, x)
+    out.sum().backward()
+    opt.step()
+    out, _ = mha(x, x, x)
+    opt.step()  # between the forward and its backward: the weights the forward saved have changed
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

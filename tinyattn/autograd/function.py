@@ -83,6 +83,7 @@ class Function:
 
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
+    is_view = False  # True for ops whose result may share its first input's memory (reshape, slicing...)
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -109,6 +110,8 @@ class Function:
         ctx = Context(needs)
         out = cls.forward(ctx, *arrays, **kwargs)
         result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        if cls.is_view and out.base is not None:  # one memory, so one version counter: its base's (as torch)
+            result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
             result._requires_grad = True
             result._grad_fn = Node(cls, ctx, args)
@@ -206,7 +209,8 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tup
     versions = []
     for x in inputs if saved else ():
         if isinstance(x, Tensor) and any(s is x.array for s in saved):
-            versions.append((x, x._version))
+            root = x if x._base is None else x._base  # a view's version is its base's
+            versions.append((root, root._version))
     return tuple(versions)
 
 

@@ -102,6 +102,7 @@ class Tensor(TensorAPI):
     _grad_fn: Node | None = None
     _leaf_node: LeafNode | None = None
     _version = 0  # bumped by every in-place change; a backward that needs the old value refuses
+    _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
     _requires_grad: bool
 
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
@@ -201,8 +202,10 @@ class Tensor(TensorAPI):
         return self
 
     def detach(self) -> Tensor:
-        """A new leaf sharing this tensor's memory and cut from the graph."""
-        return Tensor._make(self.array)
+        """A new leaf sharing this tensor's memory (and its version counter) and cut from the graph."""
+        t = Tensor._make(self.array)
+        t._base = self if self._base is None else self._base
+        return t
 
     def backward(self, gradient: ArrayLike | None = None, retain_graph: bool = False) -> None:
         """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``."""

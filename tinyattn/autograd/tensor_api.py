@@ -25,11 +25,7 @@ from .function import normalize_dim, normalize_dims
 from .ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, MaskedFill, Mul, Sin, Sub
 from .ops.matmul import Einsum
 from .ops.reduction import Norm, TakeAlong
-from .ops.shape import Expand, Gather, GetItem, Permute, Reshape, SetItem, Squeeze, Transpose, Triangle, Unsqueeze
-
-# ops whose result may share memory with their input: an in-place change to it inside a graph would also have
-# to change the input, which tinyattn does not record (torch does); it is refused instead
-VIEW_OPS = (Reshape, Transpose, Permute, Expand, Squeeze, Unsqueeze, GetItem)
+from .ops.shape import Gather, SetItem, Triangle
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -83,7 +79,7 @@ class TensorAPI:
         if in_graph and self._requires_grad and self._grad_fn is None:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation "
                                "(wrap it in `with ta.no_grad():`, as optimizers do)")
-        if in_graph and self._grad_fn is not None and self._grad_fn.fn in VIEW_OPS and self.array.base is not None:
+        if in_graph and self._base is not None and self._grad_fn is not None:
             raise RuntimeError(f"{op}: an in-place change to a view ({self._grad_fn.name}'s output) inside the graph "
                                "is not supported here; clone() it first, or make the change under no_grad")
         result = fn.apply(self, *args, **kwargs)
@@ -93,6 +89,8 @@ class TensorAPI:
         if self._grad_fn is not None:
             self._grad_fn.output_changed(self.array)
         self._version += 1
+        if self._base is not None:  # a view: its base changed with it
+            self._base._version += 1
         if in_graph:
             node = result._grad_fn
             if node is not None:  # what the op saved of this tensor is its old array, which no later change touches

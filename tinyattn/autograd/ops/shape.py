@@ -21,6 +21,7 @@ class Reshape(Function):
 
     formula = "{out} = {0}.reshape{out_shape}"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
@@ -46,6 +47,7 @@ class Transpose(Function):
 
     formula = "{out} = {0}.transpose{dims}"
     grad_formulas = ("d{0} = d{out}.transpose{dims}",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
@@ -64,6 +66,7 @@ class Permute(Function):
 
     formula = "{out} = {0}.permute(p)"
     grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
@@ -85,6 +88,7 @@ class Unsqueeze(Function):
 
     formula = "{out} = {0}.unsqueeze(…)"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
@@ -101,6 +105,7 @@ class Squeeze(Function):
 
     formula = "{out} = {0}.squeeze()"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
@@ -120,6 +125,7 @@ class Expand(Function):
 
     formula = "{out} = {0}.expand(…)"
     grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
@@ -152,6 +158,7 @@ class GetItem(Function):
 
     formula = "{out} = {0}[{index}]"
     grad_formulas = ("d{0}[{index}] += d{out}  (zeros elsewhere)",)
+    is_view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
