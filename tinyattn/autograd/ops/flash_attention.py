@@ -99,7 +99,7 @@ class FlashAttention(Function):
         for j, (j0, j1, rows) in enumerate(blocks):
             s = _scores(q_s[..., rows, :], k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)  # S_j (..., L_r, B_c)
             m_new = np.maximum(m[..., rows, :], s.max(axis=-1, keepdims=True))
-            m_new[np.isneginf(m_new)] = 0  # a row with no key yet: exp(-inf - 0) = 0, not exp(nan)
+            m_new[m_new == -np.inf] = 0  # a row with no key yet: exp(-inf - 0) = 0, not exp(nan)
             alpha = np.exp(m[..., rows, :] - m_new)  # rescales what was summed under the old max
             s -= m_new
             p = np.exp(s, out=s)  # exp(S_j − m'), in place                                 (..., L_r, B_c)
@@ -142,17 +142,17 @@ class FlashAttention(Function):
                 s = _scores(q_r, k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)
                 s -= lse[..., rows, :]
                 p = np.exp(s, out=s)
-            dp = do_r @ np.swapaxes(v_g[..., j0:j1, :], -1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
+            dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-                dv[..., j0:j1, :] = np.swapaxes(p * keep, -1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                dv[..., j0:j1, :] = (p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv[..., j0:j1, :] = np.swapaxes(p, -1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
+                dv[..., j0:j1, :] = p.swapaxes(-1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
             dq[..., rows, :] += ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
-            dk[..., j0:j1, :] = np.swapaxes(ds, -1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
+            dk[..., j0:j1, :] = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] = ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
@@ -204,7 +204,7 @@ def _scores(
 
     A mask never comes with ``is_causal`` (SDPA refuses both), so with a mask ``rows`` are all rows.
     """
-    s = q_r @ np.swapaxes(k_j, -1, -2)  # (..., L_r, d) @ (..., d, B_c)
+    s = q_r @ k_j.swapaxes(-1, -2)  # (..., L_r, d) @ (..., d, B_c)
     if mask is not None:  # (..., L|1, S|1): a dim of 1 broadcasts
         s += mask[..., j0:j1] if mask.shape[-1] > 1 else mask
     if is_causal:
