@@ -116,13 +116,13 @@ def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = Fal
 
 def grad(
     outputs: Tensor, inputs: Tensor | Sequence[Tensor], grad_outputs: Any = None, *, retain_graph: bool = False
-) -> tuple[np.ndarray | None, ...]:
+) -> tuple[Tensor | None, ...]:
     """Return ``d outputs / d input`` (weighted by ``grad_outputs``) for each input; ``.grad`` untouched.
 
     torch's argument names; ``outputs`` is one tensor (or a one-element sequence, with
     ``grad_outputs`` likewise): sum several outputs into one first.
     A non-leaf input's gradient is the total reaching the op that made it; an
-    input the output does not depend on gets None. Each result is its own array.
+    input the output does not depend on gets None. Each result is a Tensor with its own memory.
     """
     outputs, grad_outputs = _one_output("grad", outputs, grad_outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
@@ -131,8 +131,8 @@ def grad(
         edge = t.gradient_edge()
         if edge is not None:
             positions.setdefault(edge, []).append(i)
-    result: list[np.ndarray | None] = [None] * len(inputs)
+    result: list[Tensor | None] = [None] * len(inputs)
     for node, g in propagate(outputs.gradient_edge(), _root_gradient(outputs, grad_outputs), retain_graph):  # type: ignore[arg-type]
         for i in positions.get(node, ()):
-            result[i] = g.copy()
+            result[i] = Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
     return tuple(result)
