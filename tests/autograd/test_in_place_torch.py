@@ -173,6 +173,8 @@ def test_grad_and_data_are_tensors_as_in_torch():
     d.uniform_(-0.1, 0.1)  # the same memory: x changes
     assert np.all(np.abs(x.detach().numpy()) <= 0.1) and np.shares_memory(d.array, x.array)
     assert x.data.norm().item() >= 0
+    (g,) = ta.autograd.grad((x * 3).sum(), x)
+    assert isinstance(g, ta.Tensor) and g.tolist() == [3.0, 3.0, 3.0] and not g.requires_grad
     with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None"):
         x.grad = np.zeros(3)
     with pytest.raises(RuntimeError, match="assigned grad has shape"):
