@@ -3,7 +3,7 @@
 from . import functional, init, utils
 from .attention import MultiheadAttention
 from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU
-from .module import Module, ModuleList, Sequential
+from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .utils import clip_grad_norm_
@@ -21,6 +21,7 @@ __all__ = [
     "LayerNorm",
     "Linear",
     "Module",
+    "ModuleDict",
     "ModuleList",
     "MultiheadAttention",
     "Parameter",

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from ..autograd.devices import check_device
+from ..autograd.tensor import Tensor
 from ..autograd.tensor_api import to_arguments
 from .parameter import Parameter
 
@@ -23,10 +24,14 @@ class Module:
     training: bool
     _parameters: dict[str, Parameter | None]  # set in __init__ past __setattr__, like training
     _modules: dict[str, Any]  # a Module, or None where one was set to None
+    _buffers: dict[str, Tensor | None]  # tensors that are state but not parameters (register_buffer)
+    _non_persistent: set[str]  # buffers left out of state_dict
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -45,12 +50,33 @@ class Module:
             params[name] = None
         elif name in modules and value is None:
             modules[name] = None
+        elif name in self.__dict__.get("_buffers", {}):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} (a Tensor or None expected)")
+            self._buffers[name] = value
         object.__setattr__(self, name, value)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register ``param`` under ``name``; ``None`` records an absent parameter (e.g. no bias)."""
         self._parameters[name] = param
         object.__setattr__(self, name, param)
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Keep ``tensor`` as state that is not a parameter (a causal mask, running statistics), as torch.
+
+        It is reachable as ``self.name``, moved and cast by ``to()``, never given to an optimizer,
+        and in ``state_dict()`` unless ``persistent=False``.
+        """
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: buffer name must be a non-empty string without '.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: cannot assign {type(tensor).__name__} as buffer {name!r} "
+                            "(a Tensor or None expected)")
+        if name in self._parameters or name in self._modules or (hasattr(self, name) and name not in self._buffers):
+            raise KeyError(f"register_buffer: attribute {name!r} already exists")
+        self._buffers[name] = tensor
+        (self._non_persistent.discard if persistent else self._non_persistent.add)(name)
+        object.__setattr__(self, name, tensor)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The computation; subclasses override it."""
@@ -85,9 +111,38 @@ class Module:
 
     def children(self) -> Iterator[Module]:
         """The direct sub-modules."""
-        for child in self._modules.values():
+        for _, child in self.named_children():
+            yield child
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The direct sub-modules with their names."""
+        for name, child in self._modules.items():
             if child is not None:
-                yield child
+                yield name, child
+
+    def apply(self, fn: Any) -> Module:
+        """Call ``fn`` on every sub-module, then on this one (nanoGPT's ``self.apply(self._init_weights)``)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Every buffer with its dotted name (``recurse=False``: this module's only)."""
+        seen: set[int] = set()
+        walk = self.named_modules(prefix, remove_duplicate=False) if recurse else iter([(prefix, self)])
+        for module_prefix, module in walk:
+            for name, b in module._buffers.items():
+                if b is None or (remove_duplicate and id(b) in seen):
+                    continue
+                seen.add(id(b))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
 
     def named_parameters(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """Every parameter with its dotted name, e.g. ``out_proj.weight``.
@@ -137,6 +192,9 @@ class Module:
             return self  # a device only (the CPU): nothing moves
         if dtype.kind != "f":
             raise TypeError(f"Module.to: only floating point dtypes are accepted, but got desired dtype={dtype}")
+        for b in self.buffers():
+            if b.dtype.kind == "f":
+                b.array = b.array.astype(dtype)
         for p in self.parameters():
             if p.dtype.kind == "f":
                 p.array = p.array.astype(dtype)
@@ -164,8 +222,19 @@ class Module:
     # -- saving and loading ----------------------------------------------------
 
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """Name -> a copy of each parameter's array; a shared parameter under each of its names (as torch)."""
-        return OrderedDict((name, p.array.copy()) for name, p in self.named_parameters(remove_duplicate=False))
+        """Name -> a copy of each parameter's and persistent buffer's array.
+
+        Module by module: a module's parameters, then its buffers, then its children, as torch;
+        a shared parameter under each of its names."""
+        return OrderedDict((name, t.array.copy()) for name, t in self._state())
+
+    def _state(self) -> Iterator[tuple[str, Tensor]]:
+        """What ``state_dict`` holds: every parameter and persistent buffer, under every name."""
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            for name, t in [*module._parameters.items(), *((n, b) for n, b in module._buffers.items()
+                                                            if n not in module._non_persistent)]:
+                if t is not None:
+                    yield (f"{prefix}.{name}" if prefix else name), t
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
         """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters, keeping their dtypes.
@@ -173,7 +242,7 @@ class Module:
         Raises ``RuntimeError`` listing every missing key, unexpected key (when
         ``strict``) and shape mismatch.
         """
-        own = dict(self.named_parameters(remove_duplicate=False))
+        own = dict(self._state())
         arrays = {name: _to_numpy(value) for name, value in state_dict.items()}
         problems = []
         missing = [k for k in own if k not in arrays]
@@ -234,6 +303,53 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    """A dict of modules, registered under their keys (nanoGPT's ``transformer = nn.ModuleDict(dict(wte=...))``)."""
+
+    def __init__(self, modules: Any = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules: Any) -> None:
+        """Add (or replace) the modules of a dict or of ``(key, module)`` pairs."""
+        for key, module in (modules.items() if hasattr(modules, "items") else modules):
+            self[key] = module
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module, got {type(module).__name__}")
+        setattr(self, key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+        object.__delattr__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> Any:
+        """The keys, in insertion order."""
+        return self._modules.keys()
+
+    def values(self) -> Any:
+        """The modules, in insertion order."""
+        return self._modules.values()
+
+    def items(self) -> Any:
+        """``(key, module)`` pairs, in insertion order."""
+        return self._modules.items()
 
 
 class Sequential(ModuleList):
