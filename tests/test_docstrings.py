@@ -8,7 +8,7 @@ import pytest
 # The modules whose names the API reference documents (docs/reference/), each page one of them.
 PUBLIC_MODULES = [
     "tinyattn", "tinyattn.autograd", "tinyattn.nn", "tinyattn.nn.functional", "tinyattn.nn.init",
-    "tinyattn.optim", "tinyattn.explain", "tinyattn.homework",
+    "tinyattn.optim", "tinyattn.utils.data", "tinyattn.explain", "tinyattn.homework",
 ]
 
 
