@@ -484,3 +484,51 @@ def test_unsupported_dtypes_name_themselves():
         torch.zeros(1, dtype=torch.complex128)
     with pytest.raises(TypeError, match="numbers and booleans only"):
         torch.zeros(1, dtype=np.dtype("U1"))
+
+
+def test_all_and_any_take_numpys_names_as_np_all_passes_them():
+    m = torch.tensor([[True, False], [True, True]])
+    assert np.all(m, axis=0).tolist() == [True, False] and np.any(m, axis=1, keepdims=True).tolist() == [[True], [True]]
+    assert bool(np.all(m)) is False and m.all(axis=1).tolist() == [False, True]
+    with pytest.raises(TypeError, match="all: unexpected arguments"):
+        m.all(0, where=True)
+    with pytest.raises(TypeError, match=r"any: unexpected arguments \['out'\]"):
+        m.any(0, out=np.zeros(2, bool))
+
+
+def test_uniform_and_normal_fill_in_place_from_their_distributions():
+    t = torch.empty(20000, dtype=torch.float64)
+    assert t.uniform_() is t and 0.0 <= t.min().item() and t.max().item() < 1.0
+    t.uniform_(2, 3)
+    assert 2.0 <= t.min().item() and t.max().item() < 3.0 and abs(t.mean().item() - 2.5) < 0.01
+    t.uniform_(**{"from": -1.0, "to": -0.5})
+    assert -1.0 <= t.min().item() and t.max().item() < -0.5
+    with pytest.raises(RuntimeError, match="found from=5.0 > to=1.0"):
+        t.uniform_(5.0)  # from=5, to=1, as torch refuses it
+    with pytest.raises(TypeError, match="uniform_: expected uniform_"):
+        t.uniform_(0, 1, 2)
+    with pytest.raises(TypeError, match="uniform_: expected uniform_"):
+        t.uniform_(low=0)
+    t.normal_(3.0, 0.5)
+    assert abs(t.mean().item() - 3.0) < 0.02 and abs(t.std().item() - 0.5) < 0.02
+    t.normal_()
+    assert abs(t.mean().item()) < 0.03 and abs(t.std().item() - 1.0) < 0.03
+    a = torch.empty(4).normal_(generator=torch.Generator().manual_seed(5)).tolist()
+    assert torch.empty(4).normal_(generator=torch.Generator().manual_seed(5)).tolist() == a
+    b = torch.empty(4).uniform_(generator=torch.Generator().manual_seed(5)).tolist()
+    assert torch.empty(4).uniform_(generator=torch.Generator().manual_seed(5)).tolist() == b
+
+
+def test_to_reads_torchs_argument_forms():
+    x = torch.ones(2)
+    assert x.to(torch.ones(1, dtype=torch.float64)).dtype == np.float64  # to(other)
+    assert x.to(torch.float64, True).dtype == np.float64  # a positional bool is non_blocking
+    assert x.to(None) is x and x.to("cpu", None) is x and x.to(dtype=None) is x
+    with pytest.raises(RuntimeError, match="device 'cuda:0' is not available"):
+        x.to(0)
+    with pytest.raises(TypeError, match="to: unexpected keyword argument 'layout'"):
+        x.to(layout=None)
+    with pytest.raises(RuntimeError, match="should be convertible without narrowing"):
+        x.norm(dtype=torch.float16)
+    with pytest.raises(NotImplementedError, match="matrix norm"):
+        x.norm("fro2")

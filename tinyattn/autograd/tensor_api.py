@@ -152,6 +152,8 @@ class TensorAPI:
         if len(bounds) > 2 or names:
             raise TypeError(f"uniform_: expected uniform_(from=0, to=1, *, generator=None), got {len(bounds)} "
                             f"positional arguments and {sorted(names)}")
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
         values = _rng("uniform_", generator).uniform(low, high, self.shape)
         return self._in_place("uniform_", Copy, values, cast=True)
 
