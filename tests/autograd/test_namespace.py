@@ -532,3 +532,9 @@ def test_to_reads_torchs_argument_forms():
         x.norm(dtype=torch.float16)
     with pytest.raises(NotImplementedError, match="matrix norm"):
         x.norm("fro2")
+
+
+def test_numpy_integer_dims_work_as_ints():
+    x = torch.arange(12.0).reshape(3, 4)
+    assert x.sum(np.int64(1)).tolist() == x.sum(1).tolist() and x.softmax(np.int64(-1)).shape == (3, 4)
+    assert x.transpose(np.int64(0), np.int64(-1)).shape == (4, 3) and x.size(np.int64(-2)) == 3
