@@ -75,9 +75,12 @@ def main() -> None:
     B, n, E, h = (int(v) for v in args.size.split(","))
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from threadpoolctl import threadpool_limits
+    try:
+        from threadpoolctl import threadpool_limits
 
-    threadpool_limits(1)
+        threadpool_limits(1)
+    except ImportError:
+        print("threadpoolctl not installed: set OMP_NUM_THREADS=1 yourself")
     sys.path.insert(0, HERE)
     with tempfile.TemporaryDirectory() as tmp:
         other_package(args.other, tmp)

@@ -16,3 +16,26 @@ def test_floor_and_both_tinyattn_paths_agree():
     for path in ("composed", "fused"):
         for name, a, b in zip(["output", "dX", "dW_in"], runners[path](), floor):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"{path}: {name}")
+
+
+def test_the_students_path_stays_within_its_budget():
+    """The lines a chapter-size MultiheadAttention forward+backward executes: at most 300 (339 before the core
+    was lightened). New API belongs beside the teaching code, not on this path."""
+    import student_path
+
+    lines = student_path.student_path()
+    assert 250 < len(lines) <= 300, len(lines)
+    files = {path for path, _ in lines}
+    assert "tinyattn/autograd/tensor_api.py" not in files and "tinyattn/autograd/namespace.py" not in files
+
+
+def test_compare_commits_times_two_checkouts_side_by_side():
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                          "compare_commits.py")
+    root = os.path.dirname(os.path.dirname(script))
+    out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "2"], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    assert "composed: new" in out and "fused: new" in out and "new/old =" in out
