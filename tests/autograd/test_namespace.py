@@ -538,3 +538,60 @@ def test_numpy_integer_dims_work_as_ints():
     x = torch.arange(12.0).reshape(3, 4)
     assert x.sum(np.int64(1)).tolist() == x.sum(1).tolist() and x.softmax(np.int64(-1)).shape == (3, 4)
     assert x.transpose(np.int64(0), np.int64(-1)).shape == (4, 3) and x.size(np.int64(-2)) == 3
+
+
+def test_random_factories_arguments_and_refusals():
+    torch.manual_seed(0)
+    assert set(torch.randint(2, (2000,)).tolist()) == {0, 1}  # randint(high, size): from 0
+    assert set(torch.randint(1, 2, (50,)).tolist()) == {1} and torch.randint(0, 1, (3,)).tolist() == [0, 0, 0]
+    assert torch.randint(0, 5, (3,), dtype=torch.int32).dtype == np.int32
+    assert torch.randint(0, 5, (3,), dtype=torch.float32, requires_grad=True).requires_grad
+    with pytest.raises(TypeError, match="expected randint\\(high, size\\)"):
+        torch.randint(5)
+    with pytest.raises(RuntimeError, match="expects 'from' < 'to'"):
+        torch.randint(3, 3, (2,))
+    a = torch.randint(0, 100, (5,), generator=torch.Generator().manual_seed(2)).tolist()
+    assert torch.randint(0, 100, (5,), generator=torch.Generator().manual_seed(2)).tolist() == a
+    x = torch.zeros(3, 4, dtype=torch.int32)
+    like = torch.randint_like(x, 3)
+    assert like.shape == (3, 4) and like.dtype == np.int32 and set(like.flatten().tolist()) <= {0, 1, 2}
+    assert set(torch.randint_like(x, 5, 6).flatten().tolist()) == {5}
+    assert torch.randint_like(x, 2, dtype=torch.int64).dtype == np.int64
+    with pytest.raises(RuntimeError, match="is not available"):
+        torch.randint_like(x, 2, device="cuda")
+    assert torch.rand_like(torch.zeros(2, dtype=torch.float64)).dtype == np.float64
+    assert torch.randn_like(torch.zeros(2, 2)).shape == (2, 2) and torch.zeros_like(x).dtype == np.int32
+    assert torch.full_like(x, 2).tolist() == [[2] * 4] * 3 and torch.ones_like(x, dtype=torch.float32).dtype == np.float32
+    assert torch.randperm(4, dtype=torch.int32).dtype == np.int32
+    b = torch.randperm(6, generator=torch.Generator().manual_seed(4)).tolist()
+    assert torch.randperm(6, generator=torch.Generator().manual_seed(4)).tolist() == b
+
+
+def test_normal_and_multinomial_arguments_and_refusals():
+    torch.manual_seed(0)
+    samples = torch.normal(2.0, size=(20000,))  # std defaults to 1
+    assert abs(samples.std().item() - 1.0) < 0.03 and samples.dtype == np.float32
+    mean = torch.zeros(3, 1, dtype=torch.float64)
+    out = torch.normal(mean, torch.ones(1, 4, dtype=torch.float64))
+    assert out.shape == (3, 4) and out.dtype == np.float64  # the tensors' broadcast shape and dtype
+    assert torch.normal(0.0, 0.0, (3,)).tolist() == [0.0, 0.0, 0.0]  # std 0 is allowed
+    g1 = torch.normal(0.0, 1.0, (4,), generator=torch.Generator().manual_seed(9)).tolist()
+    assert torch.normal(0.0, 1.0, (4,), generator=torch.Generator().manual_seed(9)).tolist() == g1
+    with pytest.raises(RuntimeError, match="std must be >= 0"):
+        torch.normal(0.0, -1.0, (2,))
+    with pytest.raises(NotImplementedError, match="no gradient to mean"):
+        torch.normal(torch.zeros(2, requires_grad=True), 1.0)
+    with pytest.raises(TypeError, match="floating-point mean and std"):
+        torch.normal(torch.zeros(2, dtype=torch.long), 1.0)
+    rows = torch.multinomial(torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.0, 2.0]]), 1)
+    assert rows.tolist() == [[1], [0], [1]] and rows.dtype == np.int64  # each row its own distribution
+    m = torch.multinomial(torch.tensor([1, 3], dtype=torch.int64), 4, replacement=True)
+    assert m.shape == (4,) and set(m.tolist()) <= {0, 1}
+    m1 = torch.multinomial(torch.ones(5), 5, generator=torch.Generator().manual_seed(1)).tolist()
+    assert torch.multinomial(torch.ones(5), 5, generator=torch.Generator().manual_seed(1)).tolist() == m1
+    for weights, match in [([-1.0, 2.0], "element < 0"), ([float("inf"), 1.0], "`inf`"),
+                           ([[0.0, 0.0]], "sum of probabilities <= 0"), ([[[1.0]]], "must be 1 or 2 dim")]:
+        with pytest.raises(RuntimeError, match=match):
+            torch.multinomial(torch.tensor(weights), 1)
+    with pytest.raises(RuntimeError, match="without replacement"):
+        torch.multinomial(torch.tensor([[1.0, 1.0], [1.0, 0.0]]), 2)  # the second row has one nonzero weight
