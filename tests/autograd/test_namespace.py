@@ -561,7 +561,8 @@ def test_random_factories_arguments_and_refusals():
         torch.randint_like(x, 2, device="cuda")
     assert torch.rand_like(torch.zeros(2, dtype=torch.float64)).dtype == np.float64
     assert torch.randn_like(torch.zeros(2, 2)).shape == (2, 2) and torch.zeros_like(x).dtype == np.int32
-    assert torch.full_like(x, 2).tolist() == [[2] * 4] * 3 and torch.ones_like(x, dtype=torch.float32).dtype == np.float32
+    assert torch.full_like(x, 2).tolist() == [[2] * 4] * 3
+    assert torch.ones_like(x, dtype=torch.float32).dtype == np.float32
     assert torch.randperm(4, dtype=torch.int32).dtype == np.int32
     b = torch.randperm(6, generator=torch.Generator().manual_seed(4)).tolist()
     assert torch.randperm(6, generator=torch.Generator().manual_seed(4)).tolist() == b
