@@ -24,13 +24,17 @@ _generator = np.random.default_rng()
 _initial_seed: int | None = None
 
 
+def _fresh_seed() -> int:
+    """A seed from the operating system's entropy, in ``[0, 2**63)``."""
+    return int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
+
+
 class Generator:
     """A source of random numbers of its own (torch's ``Generator``), for ``generator=``."""
 
     def __init__(self, device: Any = "cpu") -> None:
         check_device("Generator", device)
-        self._initial = int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
-        self.rng = np.random.default_rng(self._initial)
+        self.manual_seed(_fresh_seed())
 
     def manual_seed(self, seed: int) -> Generator:
         """Restart the generator from ``seed``; returns the generator."""
@@ -44,7 +48,7 @@ class Generator:
 
     def seed(self) -> int:
         """Reseed from fresh entropy; returns the new seed."""
-        return self.manual_seed(int(np.random.SeedSequence().entropy % 2**63)).initial_seed()  # type: ignore
+        return self.manual_seed(_fresh_seed()).initial_seed()
 
 
 def manual_seed(seed: int) -> Generator:
@@ -62,15 +66,13 @@ def initial_seed() -> int:
     """The seed given to the last ``manual_seed`` (a fresh random one before any)."""
     global _initial_seed
     if _initial_seed is None:
-        manual_seed(int(np.random.SeedSequence().entropy % 2**63))  # type: ignore[operator]
+        manual_seed(_fresh_seed())
     return _initial_seed  # type: ignore[return-value]
 
 
 def seed() -> int:
     """Reseed the default generator from fresh entropy; returns the seed."""
-    new = int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
-    manual_seed(new)
-    return new
+    return manual_seed(_fresh_seed()).initial_seed()
 
 
 def default_generator() -> np.random.Generator:

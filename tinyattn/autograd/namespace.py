@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from .ops.elementwise import Add, Div, Mul, Neg, Sub
 from .tensor import Tensor
 from .tensor_api import einsum
@@ -120,8 +122,6 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """``input / other`` (true division; ``rounding_mode`` "floor" or "trunc" leaves the graph)."""
     if rounding_mode is None:
         return Div.apply(input, other)
-    import numpy as np
-
     a, b = (x.array if isinstance(x, Tensor) else x for x in (input, other))
     if rounding_mode == "floor":
         return Tensor._make(np.asarray(np.floor_divide(a, b)))

@@ -35,10 +35,6 @@ def _array(x: Any) -> Any:
     return x.array if hasattr(x, "gradient_edge") else x
 
 
-def _int_dim(op: str, dim: Any, ndim: int) -> int:
-    return normalize_dim(op, dim, ndim)
-
-
 def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:
     """torch's ``to(...)`` forms read as ``(dtype or None, copy)``; the device is checked (the CPU only).
 
@@ -537,17 +533,22 @@ class TensorAPI:
 
     def argmax(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The index of the largest element (of the flattened tensor if ``dim`` is None); the first if tied."""
-        if dim is None:
-            return self._make(np.asarray(np.argmax(self.array), dtype=np.int64))
-        return self._make(np.asarray(np.argmax(self.array, axis=_int_dim("argmax", dim, self.ndim),
-                                                keepdims=keepdim), dtype=np.int64))
+        return self._arg_extreme("argmax", np.argmax, dim, keepdim)
 
     def argmin(self: Tensor, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The index of the smallest element (of the flattened tensor if ``dim`` is None); the first if tied."""
+        return self._arg_extreme("argmin", np.argmin, dim, keepdim)
+
+    def _arg_extreme(self: Tensor, op: str, find: Any, dim: Any, keepdim: builtins.bool) -> Tensor:
         if dim is None:
-            return self._make(np.asarray(np.argmin(self.array), dtype=np.int64))
-        return self._make(np.asarray(np.argmin(self.array, axis=_int_dim("argmin", dim, self.ndim),
-                                                keepdims=keepdim), dtype=np.int64))
+            return self._make(np.asarray(find(self.array), dtype=np.int64))
+        axis = normalize_dim(op, dim, self.ndim)
+        return self._make(np.asarray(find(self.array, axis=axis, keepdims=keepdim), dtype=np.int64))
+
+    def _sort_order(self: Tensor, op: str, dim: Any, descending: builtins.bool) -> tuple[builtins.int, np.ndarray]:
+        """``dim`` normalized, and the indices that sort along it (stable: ties keep their order)."""
+        d = normalize_dim(op, dim, self.ndim)
+        return d, np.argsort(-self.array if descending else self.array, axis=d, kind="stable")
 
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
              stable: builtins.bool = False) -> Any:
@@ -556,8 +557,7 @@ class TensorAPI:
 
         if self.ndim == 0:
             return MinMax(self.reshape(()), self._make(np.zeros((), dtype=np.int64)))
-        d = _int_dim("sort", dim, self.ndim)
-        order = np.argsort(-self.array if descending else self.array, axis=d, kind="stable")
+        d, order = self._sort_order("sort", dim, descending)
         return MinMax(TakeAlong.apply(self, index=order, dim=d), self._make(order.astype(np.int64)))
 
     def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
@@ -570,13 +570,13 @@ class TensorAPI:
         """The ``k`` largest (or smallest) along ``dim`` as ``(values, indices)``: ``sort`` cut to ``k``."""
         from .tensor import MinMax
 
-        d = _int_dim("topk", dim, self.ndim) if self.ndim else 0
+        d = normalize_dim("topk", dim, self.ndim) if self.ndim else 0
         length = self.shape[d] if self.ndim else 1
         if not 0 <= k <= length:
             raise RuntimeError(f"topk: k ({k}) is out of range for dimension {dim} of size {length}")
         if self.ndim == 0:
             return self.sort()
-        order = np.argsort(-self.array if largest else self.array, axis=d, kind="stable")
+        _, order = self._sort_order("topk", dim, largest)
         index = np.take(order, np.arange(k), axis=d)
         return MinMax(TakeAlong.apply(self, index=index, dim=d), self._make(index.astype(np.int64)))
 
@@ -596,7 +596,7 @@ class TensorAPI:
         """Each element repeated ``repeats`` times along ``dim`` (flattened if None): indexing with the
         repeated positions, so the gradient sums over each element's copies."""
         x = self.reshape(-1) if dim is None else self
-        d = 0 if dim is None else _int_dim("repeat_interleave", dim, x.ndim)
+        d = 0 if dim is None else normalize_dim("repeat_interleave", dim, x.ndim)
         counts = np.asarray(_array(repeats))
         if np.any(counts < 0):
             raise RuntimeError("repeat_interleave: repeats can not be negative")
@@ -607,7 +607,7 @@ class TensorAPI:
         """The order of the elements reversed along ``dims``: a ``[::-1]`` slice per dim."""
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         index = [slice(None)] * self.ndim
-        axes = [_int_dim("flip", d, self.ndim) for d in dims]
+        axes = [normalize_dim("flip", d, self.ndim) for d in dims]
         if len(set(axes)) != len(axes):
             raise RuntimeError(f"flip: dims {tuple(dims)} name a dim more than once")
         for d in axes:
@@ -616,7 +616,7 @@ class TensorAPI:
 
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim``, that dim removed: ``self[..., i, ...]`` for each ``i``."""
-        d = _int_dim("unbind", dim, self.ndim)
+        d = normalize_dim("unbind", dim, self.ndim)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
 
