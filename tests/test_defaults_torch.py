@@ -52,7 +52,7 @@ def test_unbatched_mha_with_a_mask_per_head_matches_torch(rng):
     ta.manual_seed(0)
     ours = nn.MultiheadAttention(4, 2, dtype=ta.float64)
     theirs = torch.nn.MultiheadAttention(4, 2, dtype=torch.float64)
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
     x, mask = rng.standard_normal((3, 4)), rng.standard_normal((2, 3, 3))  # (L, E) and (h, L, S)
     out, w = ours(*(ta.tensor(x),) * 3, attn_mask=mask, average_attn_weights=False)
     t_out, t_w = theirs(*(torch.tensor(x),) * 3, attn_mask=torch.tensor(mask), average_attn_weights=False)

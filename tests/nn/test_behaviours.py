@@ -75,16 +75,20 @@ def test_mha_with_kdim_equal_to_embed_dim_but_another_vdim(rng):
     check(lambda q, k, v: mha(q, k, v)[0], q, k, v)
 
 
-def test_state_dict_keys_two_deep_and_load_copies(rng):
+def test_state_dict_keys_two_deep_load_copies_and_shares_memory_as_torch(rng):
     outer = nn.Sequential(nn.Sequential(nn.Linear(2, 3), nn.LayerNorm(3)), nn.Linear(3, 1))
     assert list(outer.state_dict()) == ["0.0.weight", "0.0.bias", "0.1.weight", "0.1.bias", "1.weight", "1.bias"]
     saved = {k: rng.standard_normal(v.shape).astype(v.dtype) for k, v in outer.state_dict().items()}
     outer.load_state_dict(saved)
     saved["1.bias"][...] = 123.0  # the module holds a copy
     assert outer[1].bias.array[0] != 123.0
+    weight = outer[1].weight
+    outer.load_state_dict(saved)
+    assert outer[1].weight is weight and weight._version > 0  # copied in place, as torch's copy_
     state = outer.state_dict()
-    state["1.weight"][...] = 7.0  # and hands out copies
-    assert not np.any(outer[1].weight.array == 7.0)
+    assert isinstance(state["1.weight"], ta.Tensor) and not state["1.weight"].requires_grad
+    state["1.weight"][...] = 7.0  # detached, sharing memory, as torch's state_dict
+    assert np.all(outer[1].weight.array == 7.0)
 
 
 def test_optimizer_resumes_after_load_state_dict_exactly():

@@ -51,14 +51,16 @@ def test_dtype_kwarg_and_to():
     assert lin.weight.dtype == np.float64
 
 
-def test_state_dict_copies_and_round_trip():
+def test_state_dict_shares_memory_and_round_trips():
     a, b = Block(), Block()
     sd = a.state_dict()
-    sd["proj.weight"][...] = 0  # a copy: the module is unchanged
-    assert np.any(a.proj.weight.array != 0)
+    sd["proj.weight"][...] = 0  # detached but the same memory, as torch's
+    assert np.all(a.proj.weight.array == 0) and a.proj.weight.requires_grad
     b.load_state_dict(a.state_dict())
     for (n1, p1), (_, p2) in zip(a.named_parameters(), b.named_parameters()):
         np.testing.assert_array_equal(p1.array, p2.array, err_msg=n1)
+    a.proj.weight.array[...] = 1  # b copied the values, not the memory
+    assert np.all(b.proj.weight.array == 0)
 
 
 def test_load_state_dict_accepts_tensors_and_keeps_dtype():

@@ -69,7 +69,7 @@ def test_module_tree_matches_torch(seed):
     for (name, p), (_, t) in zip(ours.named_parameters(), theirs.named_parameters()):
         np.testing.assert_array_equal(p.array, t.detach().numpy(), err_msg=name)
     ours.load_state_dict(dict(theirs.named_parameters(remove_duplicate=False)))  # live tensors requiring grad
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
 
     for m in (ours, theirs):
         m.eval()

@@ -49,7 +49,7 @@ def test_torch_loads_ours_with_one_line(name):
     make_ours, make_theirs = PAIRS[name]
     ours, theirs = make_ours(), make_theirs()
     randomize(ours, 0)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})  # the one line
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})  # the one line
     with torch.no_grad():
         expected = run(theirs, torch, example(name, torch)).numpy()
     np.testing.assert_allclose(run(ours, ta, example(name, ta)).array, expected, rtol=1e-10, atol=1e-12)

@@ -19,7 +19,7 @@ E, H, L, S, B = 8, 2, 3, 4, 2
 def torch_mha_like(ours, **options):
     """A torch MHA with the same options, loaded with our weights through state_dict."""
     theirs = torch.nn.MultiheadAttention(E, H, dtype=torch.float64, **options)
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
     return theirs
 
 
@@ -114,7 +114,7 @@ def test_mha_unbatched_matches_torch(mask, average):
 def test_state_dict_round_trip_through_torch():
     ours = nn.MultiheadAttention(E, H, add_bias_kv=True, kdim=3, vdim=5)
     theirs = torch.nn.MultiheadAttention(E, H, add_bias_kv=True, kdim=3, vdim=5)
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
     back = nn.MultiheadAttention(E, H, add_bias_kv=True, kdim=3, vdim=5)
     back.load_state_dict(theirs.state_dict())  # torch tensors straight in
     for (n1, a), (n2, b) in zip(ours.state_dict().items(), back.state_dict().items()):
@@ -228,7 +228,7 @@ def test_layers_match_torch():
     for ours, theirs in cases:
         for p in ours.parameters():
             p.array[...] = rng.standard_normal(p.shape)
-        theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+        theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
         xs = [ta.tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)]
         outs = [ours(xs[0]), theirs(xs[1])]
         outs[0].backward(upstream)
@@ -242,7 +242,7 @@ def test_layers_match_torch():
 def test_embedding_and_cross_entropy_match_torch():
     ours = nn.Embedding(6, 4, dtype=ta.float64)
     theirs = torch.nn.Embedding(6, 4, dtype=torch.float64)
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
     ids = np.array([0, 5, 5, 2, 1])
     target = np.array([1, 3, -100, 0, 2])
     losses = []

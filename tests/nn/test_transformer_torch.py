@@ -41,7 +41,7 @@ def test_encoder_layer_matches_torch(seed):
     for p in ours.parameters():  # away from the init values (zero biases, unit norms)
         p.array[...] = rng.standard_normal(p.shape) * 0.5
     theirs = torch.nn.TransformerEncoderLayer(D, H, FF, 0.0, dtype=torch.float64, **options)
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
     upstream = rng.standard_normal(x.shape)
     results = []
     for lib, layer in ((ta, ours), (torch, theirs)):

@@ -221,12 +221,12 @@ class Module:
 
     # -- saving and loading ----------------------------------------------------
 
-    def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """Name -> a copy of each parameter's and persistent buffer's array.
+    def state_dict(self) -> OrderedDict[str, Tensor]:
+        """Name -> each parameter and persistent buffer, detached (sharing memory, as torch's).
 
         Module by module: a module's parameters, then its buffers, then its children, as torch;
-        a shared parameter under each of its names."""
-        return OrderedDict((name, t.array.copy()) for name, t in self._state())
+        a shared parameter under each of its names. ``tinyattn.save`` writes it to a file."""
+        return OrderedDict((name, t.detach()) for name, t in self._state())
 
     def _state(self) -> Iterator[tuple[str, Tensor]]:
         """What ``state_dict`` holds: every parameter and persistent buffer, under every name."""
@@ -237,7 +237,7 @@ class Module:
                     yield (f"{prefix}.{name}" if prefix else name), t
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> None:
-        """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters, keeping their dtypes.
+        """Copy arrays (NumPy, tinyattn or torch tensors) into the parameters in place, keeping their dtypes.
 
         Raises ``RuntimeError`` listing every missing key, unexpected key (when
         ``strict``) and shape mismatch.
@@ -257,8 +257,9 @@ class Module:
         if problems:
             raise RuntimeError(f"load_state_dict into {type(self).__name__}: " + "; ".join(problems))
         for name, array in arrays.items():
-            if name in own:
-                own[name].array = array.astype(own[name].dtype)  # a copy: the caller's array is never shared
+            if name in own:  # in place, as torch's copy_: whoever holds the tensor sees the new values
+                own[name].array[...] = array
+                own[name]._version += 1
 
     # -- printing ----------------------------------------------------------------
 
