@@ -20,6 +20,7 @@ from . import accelerator, autograd, backends, cuda, nn, optim, utils
 from .autograd import *  # noqa: F403  (the tensors, factories, dtypes, devices and functions)
 from .autograd import __all__ as _autograd_all
 from .autograd.tensor_api import einsum  # noqa: F401
+from .serialization import load, save
 
 # torch's dtype names that are Python builtins' names: bound here only, where nothing reads the builtins
 float = _np.float32
@@ -31,5 +32,5 @@ __version__ = "0.1.0"
 __all__ = [
     *(name for name in _autograd_all if name not in ("Context", "LeafNode", "Node", "unbroadcast", "backward",
                                                     "default_generator")),
-    "accelerator", "autograd", "backends", "bool", "cuda", "float", "int", "nn", "optim", "utils",
+    "accelerator", "autograd", "backends", "bool", "cuda", "float", "int", "load", "nn", "optim", "save", "utils",
 ]
