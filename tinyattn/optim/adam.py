@@ -7,7 +7,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -24,10 +24,8 @@ class Adam(Optimizer):
         p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
 
     With ``amsgrad`` the largest ``v`` so far replaces ``v`` in the step; with ``maximize``
-    ``g`` starts from ``-grad``.
+    ``g`` starts from ``-grad``; with ``decoupled_weight_decay`` it is AdamW.
     """
-
-    decoupled_weight_decay = False
 
     def __init__(
         self,
@@ -39,6 +37,7 @@ class Adam(Optimizer):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        decoupled_weight_decay: bool = False,
     ) -> None:
         self._check_non_negative(("learning rate", lr), ("epsilon value", eps), ("weight_decay value", weight_decay))
         for index, beta in enumerate(betas):
@@ -46,17 +45,18 @@ class Adam(Optimizer):
                 raise ValueError(f"{type(self).__name__}: invalid beta parameter at index {index}: {beta} "
                                  "(must be in [0, 1))")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
+                        maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def step(self) -> None:
-        """One update of every parameter that has a gradient."""
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
+        loss = self._evaluate(closure)
         for i, group, p in self._indexed_params():
             if p.grad is None:
                 continue
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             g = -p.grad.array if group["maximize"] else p.grad.array
-            if wd and self.decoupled_weight_decay:
+            if wd and group["decoupled_weight_decay"]:
                 p.array *= 1 - lr * wd  # AdamW: decay the weights directly
             elif wd:
                 g = g + wd * p.array  # Adam: L2 penalty through the gradient
@@ -81,12 +81,11 @@ class Adam(Optimizer):
             p.array -= lr * m_hat_scale * m / denom
             # END TASK
             p._version += 1  # an in-place change: a graph built before it may not backward through p
+        return loss
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay: ``p *= 1 - lr * weight_decay`` before the Adam step (default 1e-2)."""
-
-    decoupled_weight_decay = True
 
     def __init__(
         self,
@@ -100,4 +99,4 @@ class AdamW(Adam):
         maximize: bool = False,
     ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize)
+                         maximize=maximize, decoupled_weight_decay=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -37,8 +37,9 @@ class SGD(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
-    def step(self) -> None:
-        """One update of every parameter that has a gradient."""
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
+        loss = self._evaluate(closure)
         for i, group, p in self._indexed_params():
             if p.grad is None:
                 continue
@@ -54,3 +55,4 @@ class SGD(Optimizer):
                 g = g + group["momentum"] * buf if group["nesterov"] else buf
             p.array -= group["lr"] * g
             p._version += 1  # an in-place change: a graph built before it may not backward through p
+        return loss
