@@ -21,6 +21,22 @@ PAIRS = {
     "optim.SGD": (optim.SGD, torch.optim.SGD),
     "optim.Adam": (optim.Adam, torch.optim.Adam),
     "optim.AdamW": (optim.AdamW, torch.optim.AdamW),
+    "optim.Optimizer.add_param_group": (optim.Optimizer.add_param_group, torch.optim.Optimizer.add_param_group),
+    "optim.SGD.step": (optim.SGD.step, torch.optim.SGD.step),
+    "optim.Adam.step": (optim.Adam.step, torch.optim.Adam.step),
+    "save": (ta.save, torch.save),
+    "load": (ta.load, torch.load),
+    "lr_scheduler.StepLR": (optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.StepLR),
+    "lr_scheduler.MultiStepLR": (optim.lr_scheduler.MultiStepLR, torch.optim.lr_scheduler.MultiStepLR),
+    "lr_scheduler.ExponentialLR": (optim.lr_scheduler.ExponentialLR, torch.optim.lr_scheduler.ExponentialLR),
+    "lr_scheduler.LambdaLR": (optim.lr_scheduler.LambdaLR, torch.optim.lr_scheduler.LambdaLR),
+    "lr_scheduler.LinearLR": (optim.lr_scheduler.LinearLR, torch.optim.lr_scheduler.LinearLR),
+    "lr_scheduler.CosineAnnealingLR": (optim.lr_scheduler.CosineAnnealingLR,
+                                       torch.optim.lr_scheduler.CosineAnnealingLR),
+    "lr_scheduler.OneCycleLR": (optim.lr_scheduler.OneCycleLR, torch.optim.lr_scheduler.OneCycleLR),
+    "lr_scheduler.SequentialLR": (optim.lr_scheduler.SequentialLR, torch.optim.lr_scheduler.SequentialLR),
+    "lr_scheduler.ReduceLROnPlateau": (optim.lr_scheduler.ReduceLROnPlateau,
+                                       torch.optim.lr_scheduler.ReduceLROnPlateau),
     "nn.Linear": (nn.Linear, torch.nn.Linear),
     "nn.Embedding": (nn.Embedding, torch.nn.Embedding),
     "nn.LayerNorm": (nn.LayerNorm, torch.nn.LayerNorm),
@@ -45,7 +61,8 @@ SAME = {("nn.TransformerEncoderLayer", "activation"): ("relu", torch.nn.function
         ("Tensor.backward", "retain_graph"): (False, None),  # None: "as create_graph", which is False
         ("autograd.grad", "retain_graph"): (False, None),
         ("autograd.backward", "retain_graph"): (False, None),
-        ("F.log_softmax", "dim"): (inspect.Parameter.empty, None)}  # required: torch's implicit dim is deprecated
+        ("F.log_softmax", "dim"): (inspect.Parameter.empty, None),  # required: torch's implicit dim is deprecated
+        ("save", "pickle_module"): (None, __import__("pickle"))}  # None: the format's own pickler
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 

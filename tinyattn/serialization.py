@@ -13,7 +13,7 @@ so ``torch.load(path, weights_only=True)`` reads what ``save`` wrote, and ``load
 ``torch.save`` wrote. Tensors that share memory share one storage, in the file and after loading.
 
 Loading never runs code from the file: the unpickler admits only the handful of globals this
-format needs (the rebuild functions, the storage types, ``collections.OrderedDict``) and refuses a
+format needs (the rebuild functions, the storage types, ``collections.OrderedDict`` and ``Counter``) and refuses a
 file naming any other, before calling anything, as torch's ``weights_only=True`` does.
 Saving writes a temporary file beside the target and renames it into place, so an interrupted
 save leaves the previous checkpoint as it was.
@@ -28,7 +28,7 @@ import pickle
 import struct
 import tempfile
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import IO, Any
 
 import numpy as np
@@ -105,6 +105,11 @@ class _Writer:
                 for item in obj:
                     self.value(item)
                 self.op(b"e")  # APPENDS
+        elif isinstance(obj, Counter):  # MultiStepLR's milestones: Counter({...})
+            self.global_("collections", "Counter")
+            self.op(b"(")
+            self.value(dict(obj))
+            self.op(b"tR")
         elif isinstance(obj, dict):
             if isinstance(obj, OrderedDict):
                 self.global_("collections", "OrderedDict")
@@ -214,13 +219,19 @@ def _write_archive(obj: Any, f: IO[bytes]) -> None:
         _aligned_record(archive, "archive/version", b"3\n")
 
 
-def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
+def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
     """Write ``obj`` (a state dict, an optimizer's or scheduler's, or nested containers of tensors) to ``f``.
 
     ``f`` is a path or a binary file object. To a path, the file is written whole under a
     temporary name in the same folder, then renamed over ``f``: a save that fails part-way leaves
-    no partial file and the previous checkpoint intact.
+    no partial file and the previous checkpoint intact. The file is always torch's zip format,
+    pickle protocol 2, with the byte-order record; other choices of torch's arguments are refused.
     """
+    if (pickle_module is not None or pickle_protocol != 2 or not _use_new_zipfile_serialization
+            or _disable_byteorder_record):
+        raise ValueError("save: only torch's default format is written (the zip archive, pickle protocol 2, "
+                         "with its byte-order record)")
     if hasattr(f, "write"):
         _write_archive(obj, f)  # type: ignore[arg-type]
         return
@@ -283,6 +294,7 @@ def _encode(text: str, encoding: str = "latin1") -> bytes:
 
 _ADMITTED: dict[tuple[str, str], Any] = {
     ("collections", "OrderedDict"): OrderedDict,
+    ("collections", "Counter"): Counter,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
@@ -328,18 +340,20 @@ class _Reader(pickle.Unpickler):
         return self.loaded[key]
 
 
-def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weights_only: bool = True,
-         **pickle_load_args: Any) -> Any:
+def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Read a checkpoint written by ``save`` or by ``torch.save``; tensors come back as tinyattn Tensors.
 
-    Only weights-only loading exists: ``weights_only=False`` (which in torch may run arbitrary code
-    from the file) is refused. ``map_location`` may name the CPU; a GPU is refused, as on a torch
-    built without CUDA.
+    Only weights-only loading exists (torch's default since 2.6): ``weights_only=False``, which in
+    torch may run arbitrary code from the file, is refused, and so is a ``pickle_module``.
+    ``map_location`` may name the CPU; a GPU is refused, as on a torch built without CUDA.
+    ``mmap=True`` is accepted and reads the file whole (the values are the same).
     """
-    if weights_only is not True:
+    if weights_only is False:
         raise ValueError("load: only weights_only=True is supported (a full unpickle can run any code in the file)")
-    if pickle_load_args:
-        raise TypeError(f"load: unexpected arguments {sorted(pickle_load_args)}")
+    if pickle_module is not None or pickle_load_args:
+        raise TypeError("load: pickle_module and pickle arguments are not supported (weights-only loading reads "
+                        f"the format itself); got {sorted(pickle_load_args) or ['pickle_module']}")
     if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
         check_device("load", map_location)
     source = repr(os.fspath(f)) if not hasattr(f, "read") else "the file"
