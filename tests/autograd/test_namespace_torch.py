@@ -148,6 +148,8 @@ CASES = {
     "t_1d": ([V], lambda lib, x: x.t()),
     "mT": ([B3], lambda lib, x: x.mT),
     "permute": ([B3], lambda lib, x: lib.permute(x, (2, 0, 1))),
+    "movedim": ([B3], lambda lib, x: (lib.movedim(x, 0, -1), lib.movedim(x, -1, 1), x.movedim((0, 1), (2, 0)),
+                                      x.movedim(1, 1), x.movedim([2], [0]))),
     "unsqueeze": ([X], lambda lib, x: lib.unsqueeze(x, 1)),
     "squeeze": ([X], lambda lib, x: lib.squeeze(x.reshape(3, 1, 4))),
     "squeeze_dim": ([X], lambda lib, x: lib.squeeze(x.reshape(1, 3, 4), 0)),
@@ -298,7 +300,8 @@ def test_a_list_for_input_is_refused_naming_the_function_as_torch(name):
     fn = getattr(ta, name)
     args = {"gather": ([1.0], 0, ta.tensor([0])), "masked_fill": ([1.0], ta.tensor([True]), 0.0),
             "topk": ([1.0], 1), "repeat_interleave": ([1.0], 2), "reshape": ([1.0], (1,)),
-            "transpose": ([[1.0]], 0, 1), "permute": ([1.0], (0,)), "unsqueeze": ([1.0], 0), "flip": ([1.0], (0,)),
+            "transpose": ([[1.0]], 0, 1), "permute": ([1.0], (0,)),
+            "movedim": ([1.0], 0, 0), "unsqueeze": ([1.0], 0), "flip": ([1.0], (0,)),
             "softmax": ([1.0], 0), "log_softmax": ([1.0], 0)}.get(name)
     binary = {"allclose", "isclose", "equal", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm",
               "dot", "outer"}

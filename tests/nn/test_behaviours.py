@@ -155,7 +155,8 @@ def test_cross_entropy_checks_and_shapes(rng):
         F.cross_entropy(logits, np.array([0, 4, 1]))
     with pytest.raises(ValueError, match="target -1 is out of range"):
         F.cross_entropy(logits, np.array([0, -1, 1]))
-    with pytest.raises(ValueError, match=r"got \(2, 3, 4\) and \(2, 3\) \(reshape \(B, n, C\) logits"):
+    with pytest.raises(ValueError, match=r"input of shape \(2, 3, 4\) needs targets of shape \(2, 4\), got \(2, 3\) "
+                                         r"\(the classes are dim 1, as in torch: reshape \(B, n, C\) logits"):
         F.cross_entropy(leaf(rng, 2, 3, 4), np.zeros((2, 3), dtype=int))
     with pytest.raises(TypeError, match="targets must be integer class indices, got dtype float64"):
         F.cross_entropy(logits, np.zeros(3))

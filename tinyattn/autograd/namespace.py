@@ -17,7 +17,7 @@ from .tensor_api import einsum
 __all__ = [
     "abs", "add", "allclose", "amax", "amin", "argmax", "argmin", "argsort", "bmm", "clamp", "clip", "clone",
     "cos", "div", "dot", "einsum", "equal", "exp", "flatten", "flip", "gather", "is_tensor", "isclose", "log",
-    "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill", "matmul", "max",
+    "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill", "matmul", "max", "movedim",
     "mean", "min", "mm", "mul", "neg", "norm", "numel", "outer", "permute", "pow", "relu", "repeat_interleave",
     "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "square", "squeeze", "std", "sub", "sum", "t",
     "tanh", "topk", "transpose", "tril", "triu", "unbind", "unsqueeze", "var",
@@ -340,6 +340,11 @@ def t(input: Tensor) -> Tensor:
 def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
     """The dims reordered."""
     return _tensor("permute", input).permute(dims)
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """Dims ``source`` moved to ``destination``."""
+    return _tensor("movedim", input).movedim(source, destination)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:

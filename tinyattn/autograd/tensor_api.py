@@ -614,6 +614,21 @@ class TensorAPI:
             index[d] = slice(None, None, -1)
         return self[tuple(index)]
 
+    def movedim(self: Tensor, source: Any, destination: Any) -> Tensor:
+        """Dims ``source`` moved to positions ``destination`` (ints or sequences), the others kept in order."""
+        src = [source] if isinstance(source, builtins.int) else list(source)
+        dst = [destination] if isinstance(destination, builtins.int) else list(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({tuple(src)} dims) should "
+                               f"contain the same number of dims as destination ({tuple(dst)} dims)")
+        src = [normalize_dim("movedim", d, self.ndim) for d in src]
+        dst = [normalize_dim("movedim", d, self.ndim) for d in dst]
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise RuntimeError(f"movedim: repeated dim in source {tuple(src)} or destination {tuple(dst)}")
+        rest = iter(d for d in range(self.ndim) if d not in src)
+        placed = dict(zip(dst, src))
+        return self.permute([placed[i] if i in placed else next(rest) for i in range(self.ndim)])
+
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim``, that dim removed: ``self[..., i, ...]`` for each ``i``."""
         d = normalize_dim("unbind", dim, self.ndim)

@@ -2,13 +2,19 @@
 
 from . import functional, init, utils
 from .attention import MultiheadAttention
-from .layers import GELU, CrossEntropyLoss, Dropout, Embedding, LayerNorm, Linear, MSELoss, ReLU
+from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
+from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .utils import clip_grad_norm_
 
 __all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "NLLLoss",
     "CrossEntropyLoss",
     "GELU",
     "LearnedPositionalEncoding",

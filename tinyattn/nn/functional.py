@@ -20,11 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Tensor, cat, default_generator, tensor, where
+from ..autograd import Tensor, cat, default_generator, tensor
 from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention
 from ..autograd.ops.matmul import LinearFn
+from .losses import (  # noqa: F401  (the losses live in losses.py, compositions of the ops)
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -97,57 +106,6 @@ def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
         bad = idx.min() if idx.min() < 0 else idx.max()
         raise IndexError(f"embedding: index {bad} is out of range for {weight.shape[0]} embeddings")
     return weight[idx]
-
-
-# ---------------------------------------------------------------------------
-# Losses
-# ---------------------------------------------------------------------------
-
-
-def cross_entropy(
-    input: Tensor, target: Tensor | np.ndarray, *, ignore_index: int = -100, reduction: str = "mean"
-) -> Tensor:
-    """``-log softmax(input)[target]``: logits ``(N, C)`` (or ``(C,)``) and class indices ``(N,)``.
-
-    Targets equal to ``ignore_index`` contribute nothing; ``mean`` averages over the others.
-    """
-    t = np.asarray(target.array if isinstance(target, Tensor) else target)  # (a float tensor may require grad)
-    if input.ndim not in (1, 2) or t.shape != input.shape[:-1]:
-        raise ValueError(
-            f"cross_entropy: expected logits (N, C) with targets (N,) or logits (C,) with a scalar "
-            f"target, got {input.shape} and {t.shape} (reshape (B, n, C) logits to (B*n, C))"
-        )
-    if t.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be integer class indices, got dtype {t.dtype}")
-    num_classes = input.shape[-1]
-    valid = t != ignore_index
-    bad = t[valid & ((t < 0) | (t >= num_classes))]
-    if bad.size:
-        raise ValueError(f"cross_entropy: target {int(bad[0])} is out of range for {num_classes} classes")
-    logp = input.log_softmax(dim=-1).reshape(-1, num_classes)  # (N, C)
-    picked = logp[np.arange(logp.shape[0]), np.atleast_1d(np.where(valid, t, 0))]  # (N,)
-    losses = -where(np.atleast_1d(valid), picked, 0.0)  # an ignored row counts 0, even if its logits hold -inf
-    if reduction == "none":
-        return losses.reshape(t.shape)
-    if reduction == "sum":
-        return losses.sum()
-    if reduction == "mean":
-        return losses.sum() / max(int(valid.sum()), 1)
-    raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
-def mse_loss(input: Tensor, target: Tensor, *, reduction: str = "mean") -> Tensor:
-    """``(input - target)^2``, averaged (``mean``), summed (``sum``) or kept (``none``)."""
-    if input.shape != np.shape(target):
-        raise ValueError(f"mse_loss: input shape {input.shape} and target shape {np.shape(target)} differ")
-    sq = (input - target) ** 2
-    if reduction == "none":
-        return sq
-    if reduction == "sum":
-        return sq.sum()
-    if reduction == "mean":
-        return sq.mean()
-    raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 # ---------------------------------------------------------------------------

@@ -133,27 +133,3 @@ class GELU(Module):
     def forward(self, x: Tensor) -> Tensor:
         """Same shape in and out."""
         return F.gelu(x, self.approximate)
-
-
-class CrossEntropyLoss(Module):
-    """``F.cross_entropy`` as a module."""
-
-    def __init__(self, *, ignore_index: int = -100, reduction: str = "mean") -> None:
-        super().__init__()
-        self.ignore_index, self.reduction = ignore_index, reduction
-
-    def forward(self, input: Tensor, target: Tensor | np.ndarray) -> Tensor:
-        """Logits ``(N, C)`` and class indices ``(N,)``."""
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
-
-
-class MSELoss(Module):
-    """``F.mse_loss`` as a module."""
-
-    def __init__(self, *, reduction: str = "mean") -> None:
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        """Same shapes in; a scalar out (or the elementwise losses with ``reduction="none"``)."""
-        return F.mse_loss(input, target, reduction=self.reduction)
