@@ -2,14 +2,26 @@
 
 from . import functional, init, utils
 from .attention import MultiheadAttention
+from .containers import ParameterDict, ParameterList
 from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
+from .small_layers import Flatten, Identity, LazyLinear, Sigmoid, SiLU, Softmax, Tanh, Unflatten
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .utils import clip_grad_norm_
 
 __all__ = [
+    "Flatten",
+    "Identity",
+    "LazyLinear",
+    "ParameterDict",
+    "ParameterList",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "Unflatten",
     "BCELoss",
     "BCEWithLogitsLoss",
     "KLDivLoss",

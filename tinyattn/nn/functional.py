@@ -51,6 +51,13 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return GELUFn.apply(input, approximate=approximate)
 
 
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)`` (the swish activation)."""
+    if inplace:
+        raise ValueError("silu: inplace=True is not supported (use the result)")
+    return input * input.sigmoid()
+
+
 def softmax(input: Tensor, dim: int) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``."""
     return input.softmax(dim)

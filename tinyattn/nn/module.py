@@ -171,6 +171,12 @@ class Module:
             elif p.grad is not None:
                 p.grad.array = np.zeros_like(p.grad.array)
 
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Switch gradients on or off for every parameter (freezing layers); returns the module."""
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
     def train(self, mode: bool = True) -> Module:
         """Training mode (dropout active) for this module and its descendants."""
         for m in self.modules():
