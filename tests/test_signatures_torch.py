@@ -38,6 +38,17 @@ PAIRS = {
     "lr_scheduler.ReduceLROnPlateau": (optim.lr_scheduler.ReduceLROnPlateau,
                                        torch.optim.lr_scheduler.ReduceLROnPlateau),
     "nn.Linear": (nn.Linear, torch.nn.Linear),
+    "nn.TransformerEncoder": (nn.TransformerEncoder, torch.nn.TransformerEncoder),
+    "nn.TransformerEncoder.forward": (nn.TransformerEncoder.forward, torch.nn.TransformerEncoder.forward),
+    "nn.TransformerDecoderLayer": (nn.TransformerDecoderLayer, torch.nn.TransformerDecoderLayer),
+    "nn.TransformerDecoderLayer.forward": (nn.TransformerDecoderLayer.forward,
+                                            torch.nn.TransformerDecoderLayer.forward),
+    "nn.TransformerDecoder": (nn.TransformerDecoder, torch.nn.TransformerDecoder),
+    "nn.TransformerDecoder.forward": (nn.TransformerDecoder.forward, torch.nn.TransformerDecoder.forward),
+    "nn.Transformer": (nn.Transformer, torch.nn.Transformer),
+    "nn.Transformer.forward": (nn.Transformer.forward, torch.nn.Transformer.forward),
+    "nn.TransformerEncoderLayer.forward": (nn.TransformerEncoderLayer.forward,
+                                            torch.nn.TransformerEncoderLayer.forward),
     "nn.Flatten": (nn.Flatten, torch.nn.Flatten),
     "nn.Unflatten": (nn.Unflatten, torch.nn.Unflatten),
     "nn.Softmax": (nn.Softmax, torch.nn.Softmax),
@@ -78,6 +89,8 @@ PAIRS = {
 }
 # torch's default is the same thing spelled differently
 SAME = {("nn.TransformerEncoderLayer", "activation"): ("relu", torch.nn.functional.relu),
+        ("nn.TransformerDecoderLayer", "activation"): ("relu", torch.nn.functional.relu),
+        ("nn.Transformer", "activation"): ("relu", torch.nn.functional.relu),
         ("Tensor.backward", "retain_graph"): (False, None),  # None: "as create_graph", which is False
         ("autograd.grad", "retain_graph"): (False, None),
         ("autograd.backward", "retain_graph"): (False, None),

@@ -9,6 +9,7 @@ from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
 from .small_layers import Flatten, Identity, LazyLinear, Sigmoid, SiLU, Softmax, Tanh, Unflatten
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
+from .transformer_stack import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder
 from .utils import clip_grad_norm_
 
 __all__ = [
@@ -32,6 +33,10 @@ __all__ = [
     "LearnedPositionalEncoding",
     "MSELoss",
     "PositionalEncoding",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
     "TransformerEncoderLayer",
     "clip_grad_norm_",
     "Dropout",

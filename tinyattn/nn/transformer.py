@@ -125,9 +125,10 @@ class TransformerEncoderLayer(Module):
         self.norm_first, self.batch_first = norm_first, batch_first
         self.last_attn_weights: Tensor | None = None
 
-    def _attend(self, x: Tensor, mask: Any, key_padding_mask: Any) -> Tensor:
+    def _attend(self, x: Tensor, mask: Any, key_padding_mask: Any, is_causal: bool = False) -> Tensor:
         out, weights = self.self_attn(
-            x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask, average_attn_weights=False
+            x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask, average_attn_weights=False,
+            is_causal=is_causal,
         )
         self.last_attn_weights = weights.detach()
         return self.dropout1(out)
@@ -135,13 +136,16 @@ class TransformerEncoderLayer(Module):
     def _feed_forward(self, x: Tensor) -> Tensor:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None) -> Tensor:
-        """``(n, B, d_model)`` (or ``(B, n, d_model)`` with ``batch_first``) in, the same shape out."""
+    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool = False) -> Tensor:
+        """``(n, B, d_model)`` (or ``(B, n, d_model)`` with ``batch_first``) in, the same shape out.
+
+        ``is_causal`` is torch's hint that ``src_mask`` is the causal mask (it is still the mask that counts)."""
         x = src
         if self.norm_first:
-            x = x + self._attend(self.norm1(x), src_mask, src_key_padding_mask)
+            x = x + self._attend(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             x = x + self._feed_forward(self.norm2(x))
         else:
-            x = self.norm1(x + self._attend(x, src_mask, src_key_padding_mask))
+            x = self.norm1(x + self._attend(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._feed_forward(x))
         return x
