@@ -1,6 +1,8 @@
 """Train a small attention model to reverse a sequence of digits, then draw what its heads learned.
 
     python examples/train_toy.py [--steps 1500] [--seed 0] [--task reverse] [--out figures] [--quiet]
+    python examples/train_toy.py --steps 500 --save run.pt      # stop at step 500, keeping everything
+    python examples/train_toy.py --steps 1500 --resume run.pt   # ... and go on to step 1500
     python examples/train_toy.py --help     # every option, with its default
 
 The model is one attention block: token embedding + sinusoidal positional
@@ -12,6 +14,10 @@ held-out sequences are drawn from the seed and never overlap.
 
 Writes to --out: training_curve.png (loss and accuracy per step) and
 attention_heads.png (each head's weights on one held-out example).
+
+A checkpoint (``--save``, in torch's file format) holds the model's and the optimizer's state
+dicts, the step, the batch generator's state and the curve so far: a run resumed from it takes
+the same batches and reaches the same final loss as one that never stopped.
 """
 
 from __future__ import annotations
@@ -124,6 +130,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--length", type=int, default=8, help="sequence length n (at least 5)")
     parser.add_argument("--batch-size", type=int, default=64, help="sequences per step")
     parser.add_argument("--lr", type=float, default=3e-3, help="Adam's learning rate")
+    parser.add_argument("--save", metavar="PATH", help="write a checkpoint here at the end (tinyattn.save)")
+    parser.add_argument("--resume", metavar="PATH", help="continue from a checkpoint written by --save")
     args = parser.parse_args(argv)
     needed = TRAIN + HELD_OUT
     if args.length < 1 or VOCAB**args.length < needed:
@@ -136,7 +144,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--lr: must be positive, got {args.lr}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         parser.error(f"--out: {args.out} is a file, not a folder")
+    if args.resume and not os.path.isfile(args.resume):
+        parser.error(f"--resume: no checkpoint at {args.resume}")
     return args
+
+
+RUN_OPTIONS = ("seed", "task", "length", "batch_size", "lr")  # what a resumed run must share with the saved one
+
+
+def resume(path: str, args: argparse.Namespace, model: nn.Module, opt: optim.Optimizer,
+           rng: np.random.Generator) -> tuple[int, list]:
+    """Load a --save checkpoint into the model, the optimizer and the batch generator: (step, history)."""
+    checkpoint = ta.load(path)
+    saved = checkpoint["options"]
+    different = [f"--{k.replace('_', '-')} {saved[k]} (now {getattr(args, k)})" for k in RUN_OPTIONS
+                 if saved[k] != getattr(args, k)]
+    if different:
+        raise SystemExit(f"--resume: {path} was saved by a run with " + ", ".join(different))
+    if checkpoint["step"] > args.steps:
+        raise SystemExit(f"--resume: {path} is at step {checkpoint['step']}, past --steps {args.steps}")
+    model.load_state_dict(checkpoint["model"])
+    opt.load_state_dict(checkpoint["optimizer"])
+    rng.bit_generator.state = checkpoint["rng"]
+    return checkpoint["step"], [tuple(row) for row in checkpoint["history"]]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,9 +185,15 @@ def main(argv: list[str] | None = None) -> None:
         logits, _ = model(x_train[: args.batch_size])
         loss_value = F.cross_entropy(logits.reshape(-1, VOCAB), y_train[: args.batch_size].reshape(-1)).item()
     history = [(0, loss_value, accuracy(model, x_test, y_test))]
+    first = 0
+    if args.resume:
+        first, history = resume(args.resume, args, model, opt, rng)
+        loss_value = history[-1][1]
+        if not args.quiet:
+            print(f"resumed from {args.resume} at step {first}", flush=True)
     record_every, print_every = max(args.steps // 50, 1), max(args.steps // 10, 1)
-    tick, tick_step = time.perf_counter(), 0
-    for step in range(1, args.steps + 1):
+    tick, tick_step = time.perf_counter(), first
+    for step in range(first + 1, args.steps + 1):
         batch = rng.integers(0, len(x_train), size=args.batch_size)
         logits, _ = model(x_train[batch])  # (B, n, 10)
         loss = F.cross_entropy(logits.reshape(-1, VOCAB), y_train[batch].reshape(-1))
@@ -174,6 +210,12 @@ def main(argv: list[str] | None = None) -> None:
             tick, tick_step = time.perf_counter(), step
 
     final_acc = accuracy(model, x_test, y_test)
+    if args.save:
+        options = {k: getattr(args, k) for k in RUN_OPTIONS}
+        ta.save({"step": args.steps, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                 "rng": rng.bit_generator.state, "history": history, "options": options}, args.save)
+        if not args.quiet:
+            print(f"checkpoint: {args.save} (step {args.steps})")
     elapsed = time.perf_counter() - start
     os.makedirs(args.out, exist_ok=True)
     plot_curve(history, os.path.join(args.out, "training_curve.png"))

@@ -119,3 +119,34 @@ def test_chapter_demo_colour_scale_covers_every_weight(tmp_path):
         out = run("chapter_8_4.py", "--seed", seed, "--out", str(tmp_path), cwd=tmp_path)
         top, largest = re.search(r"Colour scale: 0 to ([0-9.]+) \(largest weight ([0-9.]+)\)", out).groups()
         assert float(largest) <= float(top) < float(largest) + 0.1
+
+
+def test_train_toy_resumed_from_a_checkpoint_ends_where_an_unbroken_run_ends(tmp_path):
+    unbroken = final_line(run("train_toy.py", "--steps", "60", "--seed", "2", "--quiet", "--out", "a", cwd=tmp_path))
+    first = run("train_toy.py", "--steps", "30", "--seed", "2", "--save", "run.pt", "--out", "b", cwd=tmp_path)
+    assert "checkpoint: run.pt (step 30)" in first
+    before = (tmp_path / "run.pt").read_bytes()
+    out = run("train_toy.py", "--steps", "60", "--seed", "2", "--resume", "run.pt", "--out", "b", cwd=tmp_path)
+    assert out.splitlines()[0] == "resumed from run.pt at step 30"
+    assert re.match(r"^step 36/60 \|", out.splitlines()[1])  # it goes on from step 31, not from the start
+    assert final_line(out)[:2] == unbroken[:2]  # the same batches and the same state: the same final loss
+    assert (tmp_path / "run.pt").read_bytes() == before  # resuming without --save leaves the checkpoint alone
+    err = run("train_toy.py", "--steps", "60", "--seed", "2", "--lr", "0.01", "--resume", "run.pt", "--out", "b",
+              cwd=tmp_path, expect=1)
+    assert "--resume: run.pt was saved by a run with --lr 0.003 (now 0.01)" in err and "Traceback" not in err
+    err = run("train_toy.py", "--steps", "20", "--seed", "2", "--resume", "run.pt", cwd=tmp_path, expect=1)
+    assert "is at step 30, past --steps 20" in err
+    err = run("train_toy.py", "--resume", "missing.pt", cwd=tmp_path, expect=2)
+    assert "--resume: no checkpoint at missing.pt" in err
+
+
+@pytest.mark.torch
+def test_train_toy_checkpoint_is_read_by_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    run("train_toy.py", "--steps", "5", "--save", "run.pt", "--quiet", "--out", "b", cwd=tmp_path)
+    checkpoint = torch.load(tmp_path / "run.pt", weights_only=True)
+    assert checkpoint["step"] == 5 and checkpoint["options"]["task"] == "reverse"
+    assert checkpoint["model"]["attn.in_proj_weight"].shape == (96, 32)
+    assert checkpoint["optimizer"]["state"][0]["step"].item() == 5.0
+    mha = torch.nn.MultiheadAttention(32, 2, batch_first=True)
+    mha.load_state_dict({k.removeprefix("attn."): v for k, v in checkpoint["model"].items() if k.startswith("attn.")})
