@@ -13,12 +13,14 @@ def readme():
         return f.read()
 
 
-def test_python_snippets_run():
+def test_python_snippets_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the training snippet saves a checkpoint in the working folder
     namespace = {}
     for block in re.findall(r"```python\n(.*?)```", readme(), re.S):
         exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["out"].shape == (3, 5, 16)
     assert np.all(np.isfinite(namespace["mha"].in_proj_weight.grad))
+    assert namespace["checkpoint"]["epoch"] == 3 and (tmp_path / "checkpoint.pt").exists()
 
 
 def test_first_lines_give_the_two_commands_and_ci_runs_the_test_one():
