@@ -25,7 +25,7 @@ from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention
 from ..autograd.ops.matmul import LinearFn
-from .losses import (  # noqa: F401  (the losses live in losses.py, compositions of the ops)
+from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -281,7 +281,13 @@ def scaled_dot_product_attention(
 __all__ = [
     "additive_mask",
     "attention",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
     "cross_entropy",
+    "kl_div",
+    "l1_loss",
+    "nll_loss",
+    "silu",
     "dropout",
     "embedding",
     "gelu",
