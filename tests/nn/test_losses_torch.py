@@ -91,7 +91,7 @@ def test_nll_loss_matches_torch(seed):
             [logp], rng, 1e-10)
 
 
-@pytest.mark.parametrize(("seed", "reduction"), itertools.product(range(6), REDUCTIONS))
+@pytest.mark.parametrize(("seed", "reduction"), list(itertools.product(range(6), REDUCTIONS)))
 def test_binary_cross_entropy_with_logits_matches_torch(seed, reduction):
     rng = np.random.default_rng(300 + seed)
     shape = (5, 3)
@@ -111,7 +111,7 @@ def test_binary_cross_entropy_with_logits_matches_torch(seed, reduction):
             [logits.astype(np.float32), target.astype(np.float32)], rng, 1e-5)
 
 
-@pytest.mark.parametrize(("seed", "reduction"), itertools.product(range(4), REDUCTIONS))
+@pytest.mark.parametrize(("seed", "reduction"), list(itertools.product(range(4), REDUCTIONS)))
 def test_bce_l1_mse_and_kl_div_match_torch(seed, reduction):
     rng = np.random.default_rng(400 + seed)
     shape = [(4, 3), (7,), (2, 2, 3), ()][seed]

@@ -382,7 +382,7 @@ class GELUFn(Function):
             dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
         elif approximate == "tanh":
             c = math.sqrt(2 / math.pi)
-            t = np.tanh(c * (x + 0.044715 * x**3))
+            t = np.tanh(c * (x + 0.044715 * x * x * x))  # (x * x * x: NumPy's x**3 is 30x slower)
             cdf = 0.5 * (1 + t)
             dcdf = 0.5 * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
         else:
