@@ -69,7 +69,7 @@ def test_gradient_demo_agrees_with_finite_differences(tmp_path):
     assert len(diffs) == 2 and max(diffs) < 1e-6
 
 
-EXAMPLES = ["train_toy.py", "chapter_8_4.py", "gradient_demo.py"]
+EXAMPLES = ["train_toy.py", "chapter_8_4.py", "gradient_demo.py", "train_adder.py"]
 
 
 @pytest.mark.parametrize("script", EXAMPLES)
@@ -92,6 +92,9 @@ def test_help_lists_every_option_with_its_default_and_runs_nothing(script, tmp_p
         ("train_toy.py", ["--batch-size", "0"], "--batch-size: must be at least 1"),
         ("train_toy.py", ["--lr", "0"], "--lr: must be positive"),
         ("gradient_demo.py", ["--eps", "0"], "--eps: must be in (0, 1)"),
+        ("train_adder.py", ["--ndigit", "5"], "--ndigit: must be 1 to 4, got 5"),
+        ("train_adder.py", ["--steps", "0"], "--steps: must be at least 1, got 0"),
+        ("train_adder.py", ["--lr", "-1"], "--lr: must be positive"),
     ],
 )
 def test_bad_options_stop_at_once_with_the_reason(script, args, message, tmp_path):
@@ -150,3 +153,24 @@ def test_train_toy_checkpoint_is_read_by_torch(tmp_path):
     assert checkpoint["optimizer"]["state"][0]["step"].item() == 5.0
     mha = torch.nn.MultiheadAttention(32, 2, batch_first=True)
     mha.load_state_dict({k.removeprefix("attn."): v for k, v in checkpoint["model"].items() if k.startswith("attn.")})
+
+
+ADDER_FINAL = re.compile(r"^final: exact_match=(?P<match>[0-9.]+) time=(?P<time>[0-9.]+)s$")
+
+
+def test_train_adder_short_run_prints_progress_and_draws(tmp_path):
+    out = run("train_adder.py", "--steps", "30", "--attention", "composed", "--out", "figs", cwd=tmp_path)
+    lines = out.strip().splitlines()
+    for line in lines[:-2]:
+        assert re.match(r"^step \d+/30 \| loss [0-9.]+ \| exact [0-9.]+ \| \d+ it/s$", line), line
+    assert len(lines) == 12 and ADDER_FINAL.match(lines[-1]), lines[-1]
+    for name in ("adder_curve.png", "adder_heads.png"):
+        assert (tmp_path / "figs" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_train_adder_defaults_learn_to_add_held_out_sums(tmp_path):
+    out = run("train_adder.py", "--quiet", cwd=tmp_path)
+    match = ADDER_FINAL.match(out.strip().splitlines()[-1])
+    assert match and float(match["match"]) >= 0.995, out
+    assert float(match["time"]) <= 120, out
