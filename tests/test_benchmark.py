@@ -39,3 +39,16 @@ def test_compare_commits_times_two_checkouts_side_by_side():
     out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "2"], capture_output=True,
                          text=True, check=True, timeout=120).stdout
     assert "composed: new" in out and "fused: new" in out and "new/old =" in out
+
+
+def test_bench_kv_cache_prints_both_rates_per_length():
+    import re
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                          "bench_kv_cache.py")
+    out = subprocess.run([sys.executable, script, "--lengths", "4,6", "--batch", "2", "--rounds", "1"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s+\d+\s", line)]
+    assert [r[0] for r in rows] == ["4", "6"] and all(r[3].endswith("x") for r in rows), out
