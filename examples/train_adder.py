@@ -2,6 +2,8 @@
 
     python examples/train_adder.py [--ndigit 2] [--steps 3000] [--seed 0] [--out figures] [--quiet]
     python examples/train_adder.py --attention composed     # the chapter's softmax(Q Kᵀ/√d_k) V by hand
+    python examples/train_adder.py --save run.pt            # a checkpoint at every progress line ...
+    python examples/train_adder.py --resume run.pt          # ... to go on from after an interruption
     python examples/train_adder.py --help                   # every option, with its default
 
 A problem "a + b = c" with n-digit a and b is written as 3n + 1 digits: a, b, then the sum's
@@ -183,6 +185,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="F.scaled_dot_product_attention (FlashAttention) or the composed ops")
     parser.add_argument("--out", default="figures", help="folder for the two figures")
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    parser.add_argument("--save", metavar="PATH", help="write a checkpoint (torch's format) at every progress line")
+    parser.add_argument("--resume", metavar="PATH", help="go on from a checkpoint written by --save")
     args = parser.parse_args(argv)
     if not 1 <= args.ndigit <= 4:
         parser.error(f"--ndigit: must be 1 to 4, got {args.ndigit}")
@@ -193,7 +197,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--lr: must be positive, got {args.lr}")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         parser.error(f"--out: {args.out} is a file, not a folder")
+    if args.resume and not os.path.isfile(args.resume):
+        parser.error(f"--resume: no checkpoint at {args.resume}")
     return args
+
+
+RUN_OPTIONS = ("ndigit", "steps", "batch_size", "lr", "seed", "attention")  # a resumed run must share these
 
 
 def plot_curve(history: list[tuple[int, float, float]], path: str) -> None:
@@ -256,8 +265,22 @@ def main(argv: list[str] | None = None) -> None:
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps,
                                                     pct_start=0.1)
     history: list[tuple[int, float, float]] = []
+    first = 0
+    if args.resume:  # the model, the optimizer, the schedule, the batch generator and the curve, as saved
+        checkpoint = torch.load(args.resume)
+        different = [f"--{k.replace('_', '-')} {checkpoint['options'][k]} (now {getattr(args, k)})"
+                     for k in RUN_OPTIONS if checkpoint["options"][k] != getattr(args, k)]
+        if different:
+            raise SystemExit(f"--resume: {args.resume} was saved by a run with " + ", ".join(different))
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scheduler.load_state_dict(checkpoint["scheduler"])
+        rng.bit_generator.state = checkpoint["rng"]
+        first, history = checkpoint["step"], [tuple(row) for row in checkpoint["history"]]
+        if not args.quiet:
+            print(f"resumed from {args.resume} at step {first}", flush=True)
     check_every = max(args.steps // 10, 1)
-    for step in range(1, args.steps + 1):
+    for step in range(first + 1, args.steps + 1):
         batch = rng.integers(0, len(inputs), size=args.batch_size)
         logits = model(torch.tensor(inputs[batch]))  # (B, 3n, 10)
         loss = F.cross_entropy(logits.reshape(-1, 10), torch.tensor(targets[batch].reshape(-1)))
@@ -269,9 +292,12 @@ def main(argv: list[str] | None = None) -> None:
             match = exact_match(model, test, n)
             history.append((step, loss.item(), match))
             if not args.quiet:
-                rate = step / (time.perf_counter() - start)
-                print(f"step {step}/{args.steps} | loss {loss.item():.4f} | exact {match:.3f} | {rate:.0f} it/s",
-                      flush=True)
+                print(f"step {step}/{args.steps} | loss {loss.item():.4f} | exact {match:.3f} | "
+                      f"{(step - first) / (time.perf_counter() - start):.0f} it/s", flush=True)
+            if args.save:  # written whole, then renamed: an interruption leaves the last one intact
+                torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                            "scheduler": scheduler.state_dict(), "rng": rng.bit_generator.state,
+                            "history": history, "options": {k: getattr(args, k) for k in RUN_OPTIONS}}, args.save)
     final = exact_match(model, test, n)
     elapsed = time.perf_counter() - start
     os.makedirs(args.out, exist_ok=True)

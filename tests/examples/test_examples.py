@@ -174,3 +174,27 @@ def test_train_adder_defaults_learn_to_add_held_out_sums(tmp_path):
     match = ADDER_FINAL.match(out.strip().splitlines()[-1])
     assert match and float(match["match"]) >= 0.995, out
     assert float(match["time"]) <= 120, out
+
+
+def test_train_adder_interrupted_then_resumed_ends_as_an_unbroken_run(tmp_path):
+    import signal
+    import time
+
+    args = ["--steps", "200", "--seed", "1", "--out", "figs"]
+    unbroken = run("train_adder.py", *args, cwd=tmp_path).strip().splitlines()
+    script = os.path.join(ROOT, "examples", "train_adder.py")
+    proc = subprocess.Popen([sys.executable, script, *args, "--save", "run.pt"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "run.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while training
+    proc.communicate(timeout=60)
+    assert (tmp_path / "run.pt").exists() and not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    resumed = run("train_adder.py", *args, "--resume", "run.pt", cwd=tmp_path).strip().splitlines()
+    step = int(re.match(r"resumed from run.pt at step (\d+)", resumed[0])[1])
+    assert 20 <= step < 200
+    progress = lambda lines: [re.sub(r" \| \d+ it/s$", "", line) for line in lines if line.startswith("step ")]  # noqa: E731
+    later = [line for line in progress(unbroken) if int(line.split()[1].split("/")[0]) > step]
+    assert progress(resumed) == later  # the same losses and matches from there on
+    assert resumed[-1].split(" time=")[0] == unbroken[-1].split(" time=")[0]
