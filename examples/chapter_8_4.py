@@ -11,13 +11,11 @@ import argparse
 import os
 
 import matplotlib
+import matplotlib.pyplot as plt  # the backend is matplotlib's choice (Agg without a display, inline in Jupyter)
+import numpy as np
 
-matplotlib.use("Agg")  # no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tinyattn as ta  # noqa: E402
-from tinyattn import nn  # noqa: E402
+import tinyattn as ta
+from tinyattn import nn
 
 
 def main() -> None:
@@ -62,7 +60,10 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "ch8.4-multi-head-attn-weights.svg")
     fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    if "inline" in matplotlib.get_backend():  # run in a notebook (%run): show it there too
+        plt.show()
+    else:
+        plt.close(fig)
     print("Saved", path)
 
 

@@ -26,15 +26,12 @@ import argparse
 import os
 import time
 
-import matplotlib
+import matplotlib.pyplot as plt  # the backend is matplotlib's choice (Agg without a display, inline in Jupyter)
+import numpy as np
 
-matplotlib.use("Agg")  # no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-import tinyattn as ta  # noqa: E402
-from tinyattn import nn, optim  # noqa: E402
-from tinyattn.nn import functional as F  # noqa: E402
+import tinyattn as ta
+from tinyattn import nn, optim
+from tinyattn.nn import functional as F
 
 VOCAB = 10  # digits 0..9
 TRAIN, HELD_OUT = 20_000, 1_000  # distinct sequences drawn for training and for the held-out set

@@ -227,3 +227,38 @@ def test_cost_view_matches_a_hand_count():
     total_line = next(line for line in table.splitlines() if "total" in line)
     assert total_line.split()[1:] == [f"{forward:,}", f"{backward:,}", f"{saved:,}", "B"]
     assert f"{2 * 2400 + 2 * 4800 + 1350 + 300:,} of {forward + backward:,} FLOPs" in table
+
+
+def test_fused_walkthrough_runs_the_recompute_it_describes():
+    args = explain.parser().parse_args(["--fused"])
+    _, _, steps = explain.build(args)
+    flash = next(s for s in steps if s.op == "FlashAttention")
+    B, h, n = args.batch, args.heads, args.seq
+    assert all(shape != (B, h, n, n) for _, shape, _ in flash.saved)  # P is not kept: it is recomputed
+    text = explain.walkthrough(args)
+    assert "the 5 keys come in 3 blocks of up to 2" in text
+    one_block = explain.walkthrough(explain.parser().parse_args(["--fused", "--seq", "2"]))
+    assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
+    # and outside the walkthrough the library's own default is back
+    assert ta.nn.functional.scaled_dot_product_attention.__kwdefaults__["block_size"] == 128
+
+
+def test_each_gradient_points_at_the_line_that_computes_it():
+    _, _, steps = explain.build(explain.parser().parse_args([]))
+    expected = {("LinearFn", 0): "dx =", ("LinearFn", 1): "dw =", ("LinearFn", 2): "db =",
+                ("Softmax", 0): "grad_input", ("MatMul", 0): "da =", ("MatMul", 1): "db ="}
+    checked = set()
+    for step in steps:
+        for g in step.grads:
+            path, lines = g.source.split(":")
+            first, _, last = lines.partition("–")
+            source = pathlib.Path(ROOT, path).read_text(encoding="utf-8").splitlines()
+            span = source[int(first) - 1: int(last or first)]
+            key = (step.op, g.position)
+            if key in expected:
+                assert any(expected[key] in line for line in span), (key, g.source, span)
+                checked.add(key)
+            assert "def backward" not in span[0], g.source  # not the def line any more
+    assert checked == set(expected)
+    assert re.search(r"backward: tinyattn/autograd/ops/matmul\.py:\d+ \(dconcat\), :\d+ \(dW\^O\), :\d+ \(db\^O\) "
+                     r"\(LinearFn\.backward\)", str(steps[0]))

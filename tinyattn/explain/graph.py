@@ -315,22 +315,20 @@ def to_dot(trace: Trace, groups: dict[str, str] | None = None) -> str:
 
 
 def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "") -> Any:
-    """Draw the layout with matplotlib (headless-safe); save to ``path`` (.png/.svg/.pdf) if given.
+    """Draw the layout as a matplotlib ``Figure``; also save it to ``path`` (.png/.svg/.pdf) if given.
 
+    The figure is made without pyplot, so no backend is chosen or changed (``plt.show()`` in a
+    notebook keeps working) and it shows once when it is a cell's last value.
     A PNG carries the layout's fingerprint in its metadata ("Description"), so a saved
     picture can be checked against the current layout without comparing pixels.
     """
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     lay = layout(trace, groups)
     ext = lay.extent()
-    fig = plt.figure(figsize=((ext.w + 1.0) * INCH, (ext.h + 1.6) * INCH))
+    fig = Figure(figsize=((ext.w + 1.0) * INCH, (ext.h + 1.6) * INCH))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(ext.x - ext.w / 2 - 0.5, ext.x + ext.w / 2 + 0.5)
     ax.set_ylim(ext.y - ext.h / 2 - 1.1, ext.y + ext.h / 2 + 0.5)
@@ -366,5 +364,4 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
     if path is not None:
         png = path.lower().endswith(".png")
         fig.savefig(path, dpi=150, metadata={"Description": f"tinyattn layout {lay.fingerprint()}"} if png else None)
-        plt.close(fig)
     return fig

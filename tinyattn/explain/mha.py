@@ -18,13 +18,15 @@ sends on with its shape, and the source line of that backward.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from .. import __version__, autograd, nn
+from ..nn import functional as F
 from .trace import Trace, trace
 
 # The stages of MultiheadAttention.forward, by the names it gives its tensors
@@ -38,6 +40,26 @@ MHA_GROUPS = {
     "concat": "4. concat heads: (B, h, n, d_k) -> (B, n, E)",
     **dict.fromkeys(["attn_output", "W^O", "b^O"], "5. output projection: attn_output = concat W^Oᵀ + b^O"),
 }
+
+
+FUSED_KEY_BLOCK = 2  # keys per FlashAttention block in the --fused walkthrough (the library's default is 128)
+
+
+@contextlib.contextmanager
+def key_blocks(size: int) -> Iterator[None]:
+    """FlashAttention's number of keys per block, set to ``size`` inside the block.
+
+    At the chapter's size (n = 5) the default of 128 keys makes a single block, and with one
+    block FlashAttention keeps ``P`` instead of recomputing it. The walkthrough uses blocks
+    smaller than ``n``, so that what runs, and what it shows, is the recompute.
+    """
+    defaults = F.scaled_dot_product_attention.__kwdefaults__
+    assert defaults is not None  # its block_size is keyword-only
+    previous, defaults["block_size"] = defaults["block_size"], size
+    try:
+        yield
+    finally:
+        defaults["block_size"] = previous
 
 
 def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, autograd.Tensor], Trace]:
@@ -61,7 +83,7 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
         padding = np.zeros((B, S), dtype=bool)
         padding[:, S - 1] = True  # the last key of every sequence is padding
         kwargs["key_padding_mask"] = padding
-    with trace() as steps:
+    with trace() as steps, key_blocks(FUSED_KEY_BLOCK):
         # need_weights=True: the composed path, one op per step; False: FlashAttention, one fused step
         out, _ = mha(query, key, value, need_weights=not args.fused, **kwargs)
         out.backward(rng.standard_normal(out.shape))  # R = dL/d attn_output
@@ -111,10 +133,14 @@ def walkthrough(args: argparse.Namespace) -> str:
         "",
     ]
     if args.fused:
+        blocks = -(-S // FUSED_KEY_BLOCK)
+        how = (f"the {S} keys come in {blocks} blocks of up to {FUSED_KEY_BLOCK}" if blocks > 1 else
+               f"the {S} keys fit in one block, and with a single block P is kept instead of recomputed")
         lines[2:2] = [
             "Attention is one FlashAttention step here (need_weights=False): its forward walks the keys in blocks",
             "with an online softmax and keeps only the output and each row's log-sum-exp; its backward recomputes",
-            "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py).",
+            "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py). Here",
+            f"{how} (the library's default block is 128 keys, so at this size it would keep P).",
             "",
         ]
     if args.cost:

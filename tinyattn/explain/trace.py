@@ -14,9 +14,12 @@ sends on, and where in the source that backward is written.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import re
+import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,7 @@ class InputGrad:
     norm: float
     array: np.ndarray = field(repr=False)
     source_step: int | None  # the step that produced this input; None for a leaf
+    source: str = ""  # ``path:line`` of the line in the op's backward that computes this gradient
 
 
 @dataclass
@@ -66,8 +70,18 @@ class Step:
         ]
         for g in self.grads:
             lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |{grad_name(g.name)}| = {g.norm:.4g}")
-        lines.append(f"     backward: {self.source}")
+        lines.append(f"     backward: {self.source_lines()}")
         return "\n".join(lines)
+
+    def source_lines(self) -> str:
+        """Where each gradient is computed: ``path:line (dX), :line (dW)``, after the op's ``backward`` name."""
+        path = self.source.split(":")[0]
+        parts = []
+        for g in self.grads:
+            where = g.source.split(":", 1)[1] if g.source.startswith(path + ":") else g.source
+            parts.append(f"{where} ({grad_name(g.name).split(' (')[0]})")
+        name = self.source.split(" ")[-1]  # "(Softmax.backward)"
+        return f"{path}:" + ", :".join(parts) + f" {name}" if parts else self.source
 
 
 class Trace(list):
@@ -137,6 +151,70 @@ def backward_source(fn: type[Function]) -> str:
         except (OSError, TypeError, StopIteration):
             _source_cache[fn] = f"{fn.__name__}.backward"
     return _source_cache[fn]
+
+
+_backward_syntax: dict[type, tuple[int, dict[int, set[str]], list[Any]]] = {}
+
+
+def _syntax(fn: type[Function]) -> tuple[int, dict[int, set[str]], list[Any]]:
+    """``fn.backward``'s return line, the names each line assigns (``= None`` placeholders left out),
+    and what its last ``return`` returns (a name per position, or None for another expression)."""
+    if fn not in _backward_syntax:
+        lines, start = inspect.getsourcelines(fn.backward)
+        body = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        assigns: dict[int, set[str]] = {}
+        for node in ast.walk(body):
+            targets: list[Any] = []
+            if isinstance(node, ast.Assign) and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "at":
+                targets = node.args[:1]  # np.add.at(dx, index, g): dx computed in place
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if names:
+                assigns.setdefault(start + getattr(node, "lineno", 1) - 1, set()).update(names)
+        last = max((n for n in ast.walk(body) if isinstance(n, ast.Return) and n.value is not None),
+                   key=lambda n: n.lineno)
+        values = last.value.elts if isinstance(last.value, ast.Tuple) else [last.value]
+        returned = [v.id if isinstance(v, ast.Name) else None for v in values]
+        _backward_syntax[fn] = (start + last.lineno - 1, assigns, returned)
+    return _backward_syntax[fn]
+
+
+def gradient_lines(node: Node, grad_output: np.ndarray) -> list[str]:
+    """For each gradient ``node``'s backward returns, the lines that computed it, as ``"53"`` or ``"53–55"``.
+
+    The backward is run once more under a line tracer (it only reads its saved tensors), so the
+    lines are the ones that ran for these shapes, not every branch of the source.
+    """
+    try:
+        return_line, assigns, returned = _syntax(node.fn)
+    except (OSError, TypeError, SyntaxError, ValueError, IndexError):
+        return []
+    code, ran = node.fn.backward.__code__, []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+        if event == "line":
+            ran.append(frame.f_lineno)
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        node.fn.backward(node.ctx, np.array(grad_output, copy=True))  # type: ignore[arg-type]
+    finally:
+        sys.settrace(previous)
+    found = []
+    for name in returned:
+        lines = sorted({line for line in ran if name is not None and name in assigns.get(line, ())})
+        if not lines:
+            found.append(str(return_line))
+        else:
+            found.append(str(lines[0]) if len(lines) == 1 else f"{lines[0]}–{lines[-1]}")
+    return found
 
 
 def _format_value(value: Any) -> str:
@@ -249,6 +327,8 @@ class _Recorder:
             self.name_of(edge) if edge is not None else _constant_label(arg) for edge, arg in zip(node.edges, args)
         ]
         templates = node.fn.grad_formulas
+        path = backward_source(node.fn).split(":")[0]
+        lines = gradient_lines(node, grad_output)
         grads = []
         for position, (edge, ig) in enumerate(zip(node.edges, grad_inputs)):
             if edge is None or ig is None:
@@ -262,6 +342,7 @@ class _Recorder:
                 norm=float(np.linalg.norm(np.asarray(ig, dtype=np.float64))),
                 array=np.array(ig, copy=True),
                 source_step=None,
+                source=f"{path}:{lines[position]}" if position < len(lines) else backward_source(node.fn),
             )
             grads.append(g)
             if not isinstance(edge, LeafNode):
