@@ -66,3 +66,18 @@ def test_graph_picture_in_the_readme_is_the_current_layout():
     stored = Image.open(os.path.join(ROOT, "docs", "mha_graph.png")).text["Description"]
     _, _, steps = explain.build(explain.parser().parse_args([]))
     assert stored == f"tinyattn layout {layout(steps, explain.MHA_GROUPS).fingerprint()}", "redraw docs/mha_graph.png"
+
+
+def test_page_screenshot_in_the_readme_is_the_current_page():
+    """The PNG carries the page's fingerprint; redraw with `python scripts/page_screenshot.py`."""
+    import importlib.util
+
+    from PIL import Image
+
+    assert "](docs/walkthrough_page.png)" in readme()
+    path = os.path.join(ROOT, "scripts", "page_screenshot.py")
+    spec = importlib.util.spec_from_file_location("page_screenshot", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stored = Image.open(os.path.join(ROOT, "docs", "walkthrough_page.png")).text["Description"]
+    assert stored == f"tinyattn page {script.fingerprint()}", "redraw docs/walkthrough_page.png"

@@ -16,6 +16,7 @@ name -> stage label, e.g. the five stages of multi-head attention), in columns:
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -314,6 +315,12 @@ def to_dot(trace: Trace, groups: dict[str, str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dom_id(key: NodeKey) -> str:
+    """The id a node's drawing carries in an SVG (``node-step-4``, ``node-leaf-W_Q``), for the HTML page."""
+    kind, value = key
+    return f"node-{kind}-{value}" if kind == "step" else "node-leaf-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(value))
+
+
 def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "") -> Any:
     """Draw the layout as a matplotlib ``Figure``; also save it to ``path`` (.png/.svg/.pdf) if given.
 
@@ -339,19 +346,23 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
                                     fc=palette[i % len(palette)], ec="#9aa7b8", lw=0.8, zorder=0))
         tb, text = lay.titles[stage]
         ax.text(tb.x - tb.w / 2, tb.y, text, fontsize=TITLE_FONT, color="#34495e", va="center", ha="left", zorder=1)
-    for points, text, label in lay.edges:
+    _, keyed_edges = graph_of(trace)  # the same order as lay.edges
+    for i, ((points, text, label), (src, dst, _)) in enumerate(zip(lay.edges, keyed_edges)):
         xs, ys = zip(*points)
+        gid = f"edge-{i}-{dom_id(src)}-to-{dom_id(dst)}"  # (the page highlights the edges a gradient flows along)
         if len(points) > 2:
-            ax.plot(xs[:-1], ys[:-1], color="#7f8c8d", lw=0.8, zorder=2)
+            ax.plot(xs[:-1], ys[:-1], color="#7f8c8d", lw=0.8, zorder=2, gid=gid + "-path")
         ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="->", mutation_scale=8, color="#7f8c8d",
-                                     lw=0.8, zorder=2, shrinkA=0, shrinkB=0))
+                                     lw=0.8, zorder=2, shrinkA=0, shrinkB=0, gid=gid))
         ax.text(label.x, label.y, text, fontsize=LABEL_FONT, color="#c0392b", ha="center", va="center", zorder=4,
                 bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.85))
     for key, b in lay.nodes.items():
         leaf = key in lay.leaves
         ax.add_patch(FancyBboxPatch((b.x - b.w / 2, b.y - b.h / 2), b.w, b.h, boxstyle="round,pad=0,rounding_size=0.08",
-                                    fc="#fffbe6" if leaf else "white", ec="#2c3e50", lw=0.8, zorder=3))
-        ax.text(b.x, b.y, lay.labels[key], ha="center", va="center", fontsize=NODE_FONT, zorder=5)
+                                    fc="#fffbe6" if leaf else "white", ec="#2c3e50", lw=0.8, zorder=3,
+                                    gid=dom_id(key)))
+        ax.text(b.x, b.y, lay.labels[key], ha="center", va="center", fontsize=NODE_FONT, zorder=5,
+                gid=dom_id(key) + "-label")
     legend = [
         Line2D([0], [0], color="#7f8c8d", lw=0.8, marker=">", markersize=4,
                label="forward: the value an op passes on, labelled with its shape (red)"),

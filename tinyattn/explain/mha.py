@@ -6,6 +6,7 @@
     python -m tinyattn.explain --fused              # attention as one FlashAttention step
     python -m tinyattn.explain --cost               # FLOPs and saved bytes of every step
     python -m tinyattn.explain --graph graph.png    # also draw the computation graph (--dot graph.dot)
+    python -m tinyattn.explain --html page.html     # the interactive page: open it in a browser
 
 It builds a MultiheadAttention, runs it forward on random inputs, sets
 ``L = sum(attn_output ⊙ R)`` for a random ``R`` (so ``dL/d attn_output = R``),
@@ -163,6 +164,12 @@ def walkthrough(args: argparse.Namespace) -> str:
 
         draw_graph(steps, args.graph, groups=MHA_GROUPS, title=f"MultiheadAttention backward ({kind}, {mask})")
         lines.append(f"\nGraph picture written to {args.graph}")
+    if args.html:
+        from .notebook import walkthrough as notebook_walkthrough
+
+        notebook_walkthrough(batch=B, seq=L, d_model=E, heads=h, kv_len=args.kv_len, mask=args.mask, seed=args.seed,
+                             fused=args.fused).html(args.html)
+        lines.append(f"\nInteractive page written to {args.html}")
     if args.dot:
         from .graph import to_dot
 
@@ -228,6 +235,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--graph", metavar="PATH", type=_picture, help="save a picture of the graph (.png, .svg or .pdf)")
     p.add_argument("--dot", metavar="PATH", type=_writable, help="save the graph as Graphviz DOT")
+    p.add_argument("--html", metavar="PATH", type=_writable,
+                   help="save the interactive walkthrough: one self-contained HTML page")
     p.add_argument("--docs-block", action="store_true", help="print the generated part of docs/gradients.md")
     return p
 

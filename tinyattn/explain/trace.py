@@ -131,6 +131,34 @@ class Trace(list):
     def __str__(self) -> str:
         return "\n\n".join(str(s) for s in self)
 
+    def __repr__(self) -> str:
+        return f"<Trace: {len(self)} backward steps; print() it for the walkthrough>"
+
+    def text(self) -> str:
+        """The walkthrough as text (``print(steps)``)."""
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        from .notebook import steps_html
+
+        return steps_html(self)
+
+    def graph(self, path: str | None = None) -> Any:
+        """The computation graph (a matplotlib ``Figure``; saved to ``path`` if given)."""
+        from .graph import draw_graph
+
+        return draw_graph(self, path)
+
+    def html(self, path: str | None = None, title: str = "backward pass") -> str:
+        """The interactive page of these steps (saved to ``path`` if given)."""
+        from .page import page
+
+        text = page(self, title, {})
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
 
 def _fmt_shape(shape: tuple[int, ...]) -> str:
     return str(tuple(shape))
