@@ -262,3 +262,16 @@ def test_each_gradient_points_at_the_line_that_computes_it():
     assert checked == set(expected)
     assert re.search(r"backward: tinyattn/autograd/ops/matmul\.py:\d+ \(dconcat\), :\d+ \(dW\^O\), :\d+ \(db\^O\) "
                      r"\(LinearFn\.backward\)", str(steps[0]))
+
+
+def test_the_notebook_graph_wraps_to_a_notebooks_width():
+    from tinyattn.explain import walkthrough
+    from tinyattn.explain.graph import draw_graph
+
+    w = walkthrough()
+    wide = draw_graph(w.steps, groups=explain.MHA_GROUPS)
+    wrapped = w.graph()
+    assert wide.get_size_inches()[0] * 100 > 2000  # one band: too wide to read once scaled to a notebook
+    assert wrapped.get_size_inches()[0] * 100 < 1000 and len(wrapped.axes) == 3
+    png = wrapped._repr_png_()
+    assert png[:4] == b"\x89PNG" and len(png) > 20_000

@@ -315,29 +315,64 @@ def to_dot(trace: Trace, groups: dict[str, str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def notebook_figure(**kwargs: Any) -> Any:
+    """A matplotlib ``Figure`` made without pyplot that a notebook shows as a PNG (its ``_repr_png_``).
+
+    No backend is chosen or changed; where IPython's inline backend is already on, its own
+    formatter shows the figure instead; either way it shows once.
+    """
+    import io
+
+    from matplotlib.figure import Figure
+
+    class NotebookFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png", dpi=100)
+            return buffer.getvalue()
+
+    return NotebookFigure(**kwargs)
+
+
 def dom_id(key: NodeKey) -> str:
     """The id a node's drawing carries in an SVG (``node-step-4``, ``node-leaf-W_Q``), for the HTML page."""
     kind, value = key
     return f"node-{kind}-{value}" if kind == "step" else "node-leaf-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(value))
 
 
-def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "") -> Any:
+def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | None = None, title: str = "",
+               wrap: int = 1) -> Any:
     """Draw the layout as a matplotlib ``Figure``; also save it to ``path`` (.png/.svg/.pdf) if given.
 
+    ``wrap > 1`` cuts the wide picture into that many bands stacked top to bottom, as a line of
+    text wraps, so that it stays readable at a notebook's width (the title is then left out).
     The figure is made without pyplot, so no backend is chosen or changed (``plt.show()`` in a
     notebook keeps working) and it shows once when it is a cell's last value.
     A PNG carries the layout's fingerprint in its metadata ("Description"), so a saved
     picture can be checked against the current layout without comparing pixels.
     """
-    from matplotlib.figure import Figure
+    lay = layout(trace, groups)
+    ext = lay.extent()
+    x0, x1 = ext.x - ext.w / 2 - 0.5, ext.x + ext.w / 2 + 0.5
+    band = (x1 - x0) / wrap
+    height = ext.h + 1.6
+    fig = notebook_figure(figsize=(band * INCH, height * wrap * INCH))
+    for i in range(wrap):  # band i shows x in [x0 + i band, x0 + (i + 1) band]
+        ax = fig.add_axes((0, 1 - (i + 1) / wrap, 1, 1 / wrap))
+        ax.set_xlim(x0 + i * band, x0 + (i + 1) * band)
+        _draw(ax, trace, lay, title if wrap == 1 else "", legend=i == wrap - 1)
+    if path is not None:
+        png = path.lower().endswith(".png")
+        fig.savefig(path, dpi=150, metadata={"Description": f"tinyattn layout {lay.fingerprint()}"} if png else None)
+    return fig
+
+
+def _draw(ax: Any, trace: Trace, lay: Layout, title: str, legend: bool) -> None:
+    """Every box, arrow and label of ``lay`` on ``ax`` (whose x range the caller set)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    lay = layout(trace, groups)
     ext = lay.extent()
-    fig = Figure(figsize=((ext.w + 1.0) * INCH, (ext.h + 1.6) * INCH))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(ext.x - ext.w / 2 - 0.5, ext.x + ext.w / 2 + 0.5)
     ax.set_ylim(ext.y - ext.h / 2 - 1.1, ext.y + ext.h / 2 + 0.5)
     ax.axis("off")
     palette = ["#e8f0fb", "#fdf0e0", "#e9f6ea", "#f6e9f4", "#f4f4dc", "#e6f4f6"]
@@ -345,7 +380,8 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
         ax.add_patch(FancyBboxPatch((b.x - b.w / 2, b.y - b.h / 2), b.w, b.h, boxstyle="round,pad=0,rounding_size=0.15",
                                     fc=palette[i % len(palette)], ec="#9aa7b8", lw=0.8, zorder=0))
         tb, text = lay.titles[stage]
-        ax.text(tb.x - tb.w / 2, tb.y, text, fontsize=TITLE_FONT, color="#34495e", va="center", ha="left", zorder=1)
+        ax.text(tb.x - tb.w / 2, tb.y, text, fontsize=TITLE_FONT, color="#34495e", va="center", ha="left", zorder=1,
+                clip_on=True)
     _, keyed_edges = graph_of(trace)  # the same order as lay.edges
     for i, ((points, text, label), (src, dst, _)) in enumerate(zip(lay.edges, keyed_edges)):
         xs, ys = zip(*points)
@@ -355,6 +391,7 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
         ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="->", mutation_scale=8, color="#7f8c8d",
                                      lw=0.8, zorder=2, shrinkA=0, shrinkB=0, gid=gid))
         ax.text(label.x, label.y, text, fontsize=LABEL_FONT, color="#c0392b", ha="center", va="center", zorder=4,
+                clip_on=True,
                 bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.85))
     for key, b in lay.nodes.items():
         leaf = key in lay.leaves
@@ -362,17 +399,14 @@ def draw_graph(trace: Trace, path: str | None = None, groups: dict[str, str] | N
                                     fc="#fffbe6" if leaf else "white", ec="#2c3e50", lw=0.8, zorder=3,
                                     gid=dom_id(key)))
         ax.text(b.x, b.y, lay.labels[key], ha="center", va="center", fontsize=NODE_FONT, zorder=5,
-                gid=dom_id(key) + "-label")
-    legend = [
+                gid=dom_id(key) + "-label", clip_on=True)
+    handles = [
         Line2D([0], [0], color="#7f8c8d", lw=0.8, marker=">", markersize=4,
                label="forward: the value an op passes on, labelled with its shape (red)"),
         Line2D([0], [0], color="#7f8c8d", lw=0.8, ls="--", marker="<", markersize=4,
                label="backward: its gradient flows back along the same arrow, with the same shape"),
     ]
-    ax.legend(handles=legend, loc="lower left", fontsize=7, frameon=False)
+    if legend:
+        ax.legend(handles=handles, loc="lower left", fontsize=7, frameon=False)
     if title:
         ax.text(ext.x, ext.y + ext.h / 2 + 0.25, title, ha="center", va="bottom", fontsize=9)
-    if path is not None:
-        png = path.lower().endswith(".png")
-        fig.savefig(path, dpi=150, metadata={"Description": f"tinyattn layout {lay.fingerprint()}"} if png else None)
-    return fig

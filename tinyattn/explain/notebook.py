@@ -33,7 +33,7 @@ def show_heatmaps(weights: Any, xlabel: str = "keys", ylabel: str = "queries", t
     ``(L, S)`` is one map; ``(h, L, S)`` one row of ``h``; ``(B, h, L, S)`` ``B`` rows of ``h``;
     more leading dims are flattened into rows. Returns the ``Figure``.
     """
-    from matplotlib.figure import Figure
+    from .graph import notebook_figure
 
     array: np.ndarray[Any, Any] = weights.detach().numpy() if isinstance(weights, Tensor) else np.asarray(weights)
     if array.ndim < 2:
@@ -45,7 +45,7 @@ def show_heatmaps(weights: Any, xlabel: str = "keys", ylabel: str = "queries", t
     rows, cols = int(np.shape(grid)[0]), int(np.shape(grid)[1])
     if titles is not None and len(titles) != rows * cols:
         raise ValueError(f"show_heatmaps: {len(titles)} titles for {rows * cols} maps")
-    fig = Figure(figsize=(size * cols + 0.8, size * rows))
+    fig = notebook_figure(figsize=(size * cols + 0.8, size * rows))
     axes = fig.subplots(rows, cols, squeeze=False)
     image: Any = None
     for r in range(rows):
@@ -100,11 +100,12 @@ class Walkthrough:
     def _repr_html_(self) -> str:
         return f"<p><b>{_html.escape(self.title)}</b></p>" + steps_html(self.steps)
 
-    def graph(self, path: str | None = None) -> Any:
-        """The computation graph, stage by stage (a ``Figure``; saved to ``path`` if given)."""
+    def graph(self, path: str | None = None, wrap: int = 3) -> Any:
+        """The computation graph, stage by stage, cut into ``wrap`` bands to fit a notebook's width
+        (a ``Figure``; saved to ``path`` if given)."""
         from .graph import draw_graph
 
-        return draw_graph(self.steps, path, groups=self.groups, title=self.title)
+        return draw_graph(self.steps, path, groups=self.groups, title=self.title, wrap=wrap)
 
     def heatmaps(self, batch: int = 0) -> Any:
         """Per head, for sample ``batch``: ``P`` and, from the composed backward, ``dP`` and ``dS``."""
