@@ -13,9 +13,9 @@ REQUIRED = os.environ.get("TINYATTN_REQUIRE_NOTEBOOKS") == "1"  # CI: a missing 
 
 def kernel_tools():
     try:
+        import ipykernel  # noqa: F401
         import nbformat
         from nbclient import NotebookClient
-        import ipykernel  # noqa: F401
     except ImportError as err:
         if REQUIRED:
             pytest.fail(f"TINYATTN_REQUIRE_NOTEBOOKS=1 but {err.name} is not installed")
