@@ -275,3 +275,22 @@ def test_the_notebook_graph_wraps_to_a_notebooks_width():
     assert wrapped.get_size_inches()[0] * 100 < 1000 and len(wrapped.axes) == 3
     png = wrapped._repr_png_()
     assert png[:4] == b"\x89PNG" and len(png) > 20_000
+
+
+def test_walkthrough_of_a_students_own_module_and_its_reprs():
+    from tinyattn import nn
+    from tinyattn.explain import trace, walkthrough
+
+    ta.manual_seed(0)
+    block = nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2))
+    w = walkthrough(module=block, inputs=ta.randn(5, 4, requires_grad=True))
+    assert [s.op for s in w.steps] == ["LinearFn", "GELUFn", "LinearFn"]
+    html = w._repr_html_()
+    assert html.count("<tr>") == 1 + 3 and "GELUFn" in html and w.text() == str(w.steps)
+    assert "<iframe srcdoc=" in w.page()._repr_html_() and "&lt;!DOCTYPE html&gt;" in w.page()._repr_html_()
+    with pytest.raises(ValueError, match="no attention weights"):
+        w.heatmaps()
+    with trace() as steps:  # a trace of one's own code gets the same views
+        (block(ta.randn(2, 4)) ** 2).sum().backward()
+    assert "<table class='tinyattn-steps'" in steps._repr_html_() and steps.text() == str(steps)
+    assert "DOCTYPE html" in steps.html() and steps.graph()._repr_png_()[:4] == b"\x89PNG"

@@ -63,5 +63,6 @@ def test_the_explainer_shows_inline_once_and_leaves_pyplot_working(tmp_path):
     assert len(outputs(by_source["fig"], "image/png")) == 1  # .heatmaps()
     assert len(outputs(by_source["maps"], "image/png")) == 1  # show_heatmaps(...), after a savefig
     assert (tmp_path / "heads.png").stat().st_size > 5_000
+    assert "<iframe srcdoc=" in outputs(by_source["w.page()"], "text/html")[0]["data"]["text/html"]  # the page
     last = code[-1]
     assert "plt.show()" in last.source and len(outputs(last, "image/png")) == 1  # pyplot still shows inline

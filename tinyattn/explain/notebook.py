@@ -81,6 +81,17 @@ def steps_html(steps: Trace) -> str:
             f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
+class _InlinePage:
+    """The page, shown in a notebook cell as an iframe (its script runs there as in a browser)."""
+
+    def __init__(self, text: str, height: int) -> None:
+        self.text, self.height = text, height
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{_html.escape(self.text, quote=True)}" style="width: 100%; '
+                f'height: {self.height}px; border: 1px solid #ccc"></iframe>')
+
+
 class Walkthrough:
     """A traced backward pass with its views: ``text()``, ``graph()``, ``heatmaps()``, ``html()``.
 
@@ -125,6 +136,10 @@ class Walkthrough:
             maps.append(values)
             titles += [f"{label}, head {h + 1}" for h in range(heads)]
         return show_heatmaps(np.stack(maps), titles=titles, cmap="RdBu_r" if len(rows) > 1 else "Reds")
+
+    def page(self, height: int = 900) -> Any:
+        """The interactive page, to show inline in a notebook (an ``<iframe>`` holding the whole page)."""
+        return _InlinePage(self.html(), height)
 
     def html(self, path: str | None = None) -> str:
         """The interactive page (one self-contained file); written to ``path`` if given."""
