@@ -112,8 +112,9 @@ class Walkthrough:
         return f"<p><b>{_html.escape(self.title)}</b></p>" + steps_html(self.steps)
 
     def graph(self, path: str | None = None, wrap: int = 3) -> Any:
-        """The computation graph, stage by stage, cut into ``wrap`` bands to fit a notebook's width
-        (a ``Figure``; saved to ``path`` if given)."""
+        """The computation graph, stage by stage, in ``wrap`` bands to fit a notebook (a ``Figure``).
+
+        Saved to ``path`` if given."""
         from .graph import draw_graph
 
         return draw_graph(self.steps, path, groups=self.groups, title=self.title, wrap=wrap)
