@@ -57,15 +57,20 @@ def test_containers_numbers_and_parameters_come_back_as_saved():
         "scalar": ta.tensor(3.5),
         "empty": ta.zeros(0, 3),
         "numpy": np.arange(4),
+        "bytes": b"\x00\xffabc",
+        "set": {3, 1, 2},
+        "complex": 1.5 - 2j,
+        "numpy scalars": [np.int64(7), np.float32(0.5), np.True_],
     }
     back = round_trip(value)
-    for key in ("ints", "floats", "text", "none", "flags", "nested"):
+    for key in ("ints", "floats", "text", "none", "flags", "nested", "bytes", "set", "complex"):
         assert back[key] == value[key] and type(back[key]) is type(value[key])
     assert isinstance(back["ordered"], OrderedDict) and list(back["ordered"]) == ["z", "a"]
     assert isinstance(back["param"], nn.Parameter) and back["param"].requires_grad
     assert back["grad"].requires_grad and not isinstance(back["grad"], nn.Parameter)
     assert back["scalar"].shape == () and back["scalar"].item() == 3.5
     assert back["empty"].shape == (0, 3)
+    assert back["numpy scalars"] == [7, 0.5, True] and type(back["numpy scalars"][2]) is bool
     assert isinstance(back["numpy"], ta.Tensor)  # torch's weights-only format has tensors, not NumPy arrays
     np.testing.assert_array_equal(back["numpy"].numpy(), np.arange(4))
 

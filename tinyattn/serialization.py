@@ -67,7 +67,7 @@ class _Writer:
 
     def __init__(self) -> None:
         self.out = io.BytesIO()
-        self.storages: dict[int, tuple[str, np.ndarray]] = {}  # id(root array) -> (key, the root's bytes)
+        self.storages: dict[int, tuple[str, np.ndarray]] = {}  # id(root array) -> (key, the root array)
 
     def dump(self, obj: Any) -> bytes:
         self.out.write(b"\x80\x02")  # PROTO 2
@@ -84,8 +84,8 @@ class _Writer:
 
         if obj is None:
             self.op(b"N")
-        elif obj is True or obj is False:
-            self.op(b"\x88" if obj else b"\x89")
+        elif isinstance(obj, (bool, np.bool_)):
+            self.op(b"\x88" if obj else b"\x89")  # NEWTRUE, NEWFALSE
         elif isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
             self.integer(int(obj))
         elif isinstance(obj, (float, np.floating)):
@@ -93,6 +93,12 @@ class _Writer:
         elif isinstance(obj, str):
             data = obj.encode("utf-8")
             self.op(b"X", struct.pack("<I", len(data)), data)  # BINUNICODE
+        elif isinstance(obj, (bytes, bytearray)):  # protocol 2's bytes: _codecs.encode(text, "latin1")
+            self.call("_codecs", "encode", bytes(obj).decode("latin1"), "latin1")
+        elif isinstance(obj, (set, frozenset)):
+            self.call("builtins", "set", sorted(obj, key=repr))
+        elif isinstance(obj, complex):
+            self.call("builtins", "complex", obj.real, obj.imag)
         elif isinstance(obj, tuple):
             self.op(b"(")  # MARK
             for item in obj:
@@ -106,10 +112,7 @@ class _Writer:
                     self.value(item)
                 self.op(b"e")  # APPENDS
         elif isinstance(obj, Counter):  # MultiStepLR's milestones: Counter({...})
-            self.global_("collections", "Counter")
-            self.op(b"(")
-            self.value(dict(obj))
-            self.op(b"tR")
+            self.call("collections", "Counter", dict(obj))
         elif isinstance(obj, dict):
             if isinstance(obj, OrderedDict):
                 self.global_("collections", "OrderedDict")
@@ -140,7 +143,7 @@ class _Writer:
             hint = " (save model.state_dict(), then load_state_dict it into a new model)" if is_module else ""
             raise TypeError(
                 f"save: cannot save a {type(obj).__name__}{hint}; a checkpoint holds tensors, NumPy arrays, "
-                "numbers, strings, None, and tuples, lists and dicts of them"
+                "numbers, strings, bytes, None, and tuples, lists, dicts and sets of them"
             )
 
     def integer(self, n: int) -> None:
@@ -151,6 +154,14 @@ class _Writer:
         else:
             data = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
             self.op(b"\x8a", bytes([len(data)]), data)  # LONG1
+
+    def call(self, module: str, name: str, *args: Any) -> None:
+        """``module.name(*args)``: GLOBAL, the arguments as a tuple, REDUCE."""
+        self.global_(module, name)
+        self.op(b"(")
+        for arg in args:
+            self.value(arg)
+        self.op(b"tR")
 
     def global_(self, module: str, name: str) -> None:
         self.op(b"c", f"{module}\n{name}\n".encode())  # GLOBAL
