@@ -366,7 +366,7 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
         raise TypeError("load: pickle_module and pickle arguments are not supported (weights-only loading reads "
                         f"the format itself); got {sorted(pickle_load_args) or ['pickle_module']}")
     if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
-        check_device("load", map_location)
+        check_device("load", map_location if isinstance(map_location, str) else str(map_location))  # (torch's too)
     source = repr(os.fspath(f)) if not hasattr(f, "read") else "the file"
     try:
         archive = zipfile.ZipFile(f if hasattr(f, "read") else os.fspath(f))
