@@ -157,7 +157,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
         pw = _as_tensor(pos_weight, input.dtype)
         losses = (1 - y) * input + (1 + (pw - 1) * y) * softplus_neg
     if weight is not None:
-        losses = losses * weight
+        losses = losses * _as_tensor(weight, input.dtype)
     return _reduce(losses, reduction, "binary_cross_entropy_with_logits")
 
 
@@ -171,7 +171,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_av
     y = _as_tensor(target, input.dtype)
     losses = -(y * input.log().clamp(min=-100) + (1 - y) * (1 - input).log().clamp(min=-100))
     if weight is not None:
-        losses = losses * weight
+        losses = losses * _as_tensor(weight, input.dtype)
     return _reduce(losses, reduction, "binary_cross_entropy")
 
 
@@ -180,7 +180,7 @@ def l1_loss(input: Tensor, target: Any, size_average: None = None, reduce: None 
     """``|input - target|``."""
     _legacy("l1_loss", size_average, reduce)
     _same_shape("l1_loss", input, target)
-    return _reduce((input - target).abs(), reduction, "l1_loss")
+    return _reduce((input - _as_tensor(target, input.dtype)).abs(), reduction, "l1_loss")
 
 
 def mse_loss(input: Tensor, target: Any, size_average: None = None, reduce: None = None,
@@ -188,9 +188,9 @@ def mse_loss(input: Tensor, target: Any, size_average: None = None, reduce: None
     """``(input - target)^2`` (times ``weight``, broadcast, if given)."""
     _legacy("mse_loss", size_average, reduce)
     _same_shape("mse_loss", input, target)
-    losses = (input - target) ** 2
+    losses = (input - _as_tensor(target, input.dtype)) ** 2
     if weight is not None:
-        losses = losses * weight
+        losses = losses * _as_tensor(weight, input.dtype)
     return _reduce(losses, reduction, "mse_loss")
 
 
