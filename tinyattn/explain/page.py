@@ -5,8 +5,8 @@ attention maps. No network: the CSS, the script, the SVG and the data are all in
 
 from __future__ import annotations
 
+import ast
 import html
-import inspect
 import io
 import json
 import os
@@ -36,11 +36,12 @@ def _code(source: str) -> dict[str, Any]:
     start = int(rest.split(" ")[0])
     try:
         with open(os.path.join(_PACKAGE_ROOT, path), encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        body = inspect.getblock(lines[start - 1:])  # the def and its body
-    except (OSError, IndexError):
+            text = f.read()
+    except OSError:
         return {"path": path, "start": start, "lines": []}
-    return {"path": path, "start": start, "lines": list(body)}
+    defs = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.lineno == start]
+    end = defs[0].end_lineno if defs and defs[0].end_lineno else start
+    return {"path": path, "start": start, "lines": text.splitlines()[start - 1:end]}  # the def and its body
 
 
 def _svg(steps: Trace, groups: dict[str, str], title: str) -> str:
