@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Iterable, Iterator
 
 from ..autograd import Tensor
-from .module import Module
+from .module import DictView, Module
 from .parameter import Parameter
 
 
@@ -64,7 +64,7 @@ class ParameterList(Module):
                          for i, p in enumerate(self))
 
 
-class ParameterDict(Module):
+class ParameterDict(DictView, Module):
     """A dict of parameters under their keys."""
 
     def __init__(self, parameters: Any = None) -> None:
@@ -94,27 +94,5 @@ class ParameterDict(Module):
             raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', got {key!r}")
         self.register_parameter(key, _as_parameter(f"ParameterDict[{key!r}]", value))
 
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-        object.__delattr__(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._parameters
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
-
-    def keys(self) -> Any:
-        """The keys, in insertion order."""
-        return self._parameters.keys()
-
-    def values(self) -> Any:
-        """The parameters, in insertion order."""
-        return self._parameters.values()
-
-    def items(self) -> Any:
-        """``(key, parameter)`` pairs, in insertion order."""
-        return self._parameters.items()
+    def _held(self) -> dict[str, Any]:
+        return self._parameters

@@ -312,7 +312,42 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-class ModuleDict(Module):
+class DictView:
+    """The dict side of ``ModuleDict`` and ``ParameterDict``: what they hold, by key, in insertion order.
+
+    A subclass says where its items live (``_held``) and how one is set (``__setitem__``).
+    """
+
+    def _held(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __delitem__(self, key: str) -> None:
+        del self._held()[key]
+        object.__delattr__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._held()
+
+    def __len__(self) -> int:
+        return len(self._held())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held())
+
+    def keys(self) -> Any:
+        """The keys, in insertion order."""
+        return self._held().keys()
+
+    def values(self) -> Any:
+        """The items, in insertion order."""
+        return self._held().values()
+
+    def items(self) -> Any:
+        """``(key, item)`` pairs, in insertion order."""
+        return self._held().items()
+
+
+class ModuleDict(DictView, Module):
     """A dict of modules, registered under their keys (nanoGPT's ``transformer = nn.ModuleDict(dict(wte=...))``)."""
 
     def __init__(self, modules: Any = None) -> None:
@@ -325,6 +360,9 @@ class ModuleDict(Module):
         for key, module in (modules.items() if hasattr(modules, "items") else modules):
             self[key] = module
 
+    def _held(self) -> dict[str, Any]:
+        return self._modules
+
     def __getitem__(self, key: str) -> Module:
         return self._modules[key]
 
@@ -332,31 +370,6 @@ class ModuleDict(Module):
         if not isinstance(module, Module):
             raise TypeError(f"ModuleDict: {key!r} must be a Module, got {type(module).__name__}")
         setattr(self, key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-        object.__delattr__(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._modules
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
-    def keys(self) -> Any:
-        """The keys, in insertion order."""
-        return self._modules.keys()
-
-    def values(self) -> Any:
-        """The modules, in insertion order."""
-        return self._modules.values()
-
-    def items(self) -> Any:
-        """``(key, module)`` pairs, in insertion order."""
-        return self._modules.items()
 
 
 class Sequential(ModuleList):
