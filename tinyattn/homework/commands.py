@@ -429,6 +429,7 @@ def grade(
         lines.append(f"{task:<{width}}  {passed:>2}/{n:<3}  {earned:g}/{possible:g}")
     lines.append(f"{'total':<{width}}          {total:g}/{sum(r[4] for r in table):g}")
     lines += [f"note: {line}" for line in reading.outside]
+    lines += [f"note: extra file in the submission (not read): {name}" for name in reading.extra]
     return results, "\n".join(lines)
 
 

@@ -9,12 +9,18 @@ The student's code for a region is found by comparing the student's file with th
 copy ``assign`` handed out (rebuilt here from the marked source): the lines between
 the unchanged line before the ``# TODO(task ...)`` stub and the unchanged line after
 it. Edits anywhere else are reported as not graded, never silently used.
+
+**Plain files only.** A submission is read as regular files: a symbolic link (to the
+reference source, say), a hard link, a FIFO or a device is refused with a message, on the
+file itself and on every folder above it, and the files are opened without following links.
+Only the files the assignment names are read; any others are listed for the instructor.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import stat
 from dataclasses import dataclass, field
 
 from .markers import Region, rewrite
@@ -29,6 +35,36 @@ class Reading:
     code: dict[Key, list[str]] = field(default_factory=dict)  # region -> the student's lines
     problems: dict[Key, str] = field(default_factory=dict)  # region -> why its code could not be read
     outside: list[str] = field(default_factory=list)  # "file:line: ..." edits outside every region
+    extra: list[str] = field(default_factory=list)  # files in the submission the assignment does not name
+
+
+def read_plain(package_root: str, rel: str) -> str:
+    """The text of ``package_root/rel``, if it and every folder on the way are plain (no link, FIFO, device).
+
+    Raises ``ValueError`` saying what was found instead. The file is opened without following a
+    link and without blocking on a FIFO, then checked again on the open descriptor.
+    """
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        folder = os.path.join(package_root, *parts[:depth])
+        if os.path.islink(folder):
+            raise ValueError(f"{'/'.join(parts[:depth])} is a symbolic link; submit the folder itself")
+    path = os.path.join(package_root, *parts)
+    if os.path.islink(path):
+        raise ValueError(f"{rel} is a symbolic link; submit the file itself")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{rel} is not a plain file (a FIFO, a device or a socket)")
+        if info.st_nlink > 1:
+            raise ValueError(f"{rel} is a hard link to another file; submit a copy of your own file")
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
+            fd = -1  # closed by the file object
+            return f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def regions_by_file(tasks: dict[str, list[Region]]) -> dict[str, list[Region]]:
@@ -70,14 +106,20 @@ def read_submission(
         template = rewrite(files[rel], regions, blank=chosen)
         spans = stub_spans(template, regions, chosen)
         path = os.path.join(package_root, rel)
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):
             for r in mine:
                 reading.problems[r.key] = f"{rel} is missing from the submission"
             if not mine:
                 reading.outside.append(f"{rel}: missing from the submission (the reference is used)")
             continue
-        with open(path, encoding="utf-8", errors="replace") as f:
-            student = f.read().split("\n")
+        try:
+            student = read_plain(package_root, rel).split("\n")
+        except (ValueError, OSError) as err:
+            reason = f"not read: {err.strerror if isinstance(err, OSError) else err}"
+            for r in mine:
+                reading.problems[r.key] = reason
+            reading.outside.append(f"{rel}: {reason} (the reference is used)")
+            continue
         if student == template:  # untouched: every stub is still there
             for r in mine:
                 reading.code[r.key] = template[spans[r.key][0] : spans[r.key][1]]
@@ -111,6 +153,13 @@ def read_submission(
                     f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
                     f"{(student[j1] if j1 < len(student) else template[i1]).strip()[:60]!r}"
                 )
+    named = set(files)
+    for folder, dirs, names in os.walk(package_root):  # (os.walk does not follow links into folders)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            rel = os.path.relpath(os.path.join(folder, name), package_root).replace(os.sep, "/")
+            if rel not in named and not name.endswith(".pyc"):
+                reading.extra.append(rel)
     return reading
 
 
@@ -132,11 +181,12 @@ def find_package(submission: str) -> str | None:
         deeper = []
         for folder in frontier:
             if os.path.isdir(os.path.join(folder, "tinyattn")):
-                return folder
+                return folder  # (a symbolic link there is refused when its files are read)
             deeper += [
                 os.path.join(folder, name)
                 for name in sorted(os.listdir(folder))
-                if os.path.isdir(os.path.join(folder, name)) and not name.startswith((".", "__"))
+                if os.path.isdir(os.path.join(folder, name)) and not os.path.islink(os.path.join(folder, name))
+                and not name.startswith((".", "__"))
             ]
         frontier = deeper
     return None
