@@ -63,7 +63,23 @@ def key_blocks(size: int) -> Iterator[None]:
         defaults["block_size"] = previous
 
 
-def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, autograd.Tensor], Trace]:
+def masks(args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """The MultiheadAttention mask arguments ``--mask`` asks for (True = masked out)."""
+    L = args.seq
+    S = args.kv_len or L
+    if args.mask == "causal":
+        return {"attn_mask": np.triu(np.ones((L, S), dtype=bool), k=1)}
+    if args.mask == "padding":
+        padding = np.zeros((args.batch, S), dtype=bool)
+        padding[:, S - 1] = True  # the last key of every sequence is padding
+        return {"key_padding_mask": padding}
+    return {}
+
+
+Built = tuple[nn.MultiheadAttention, dict[str, autograd.Tensor], Trace]
+
+
+def build(args: argparse.Namespace) -> Built:
     """Run the configured MHA forward and a traced backward; return the module, its inputs and the trace."""
     autograd.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
@@ -77,13 +93,7 @@ def build(args: argparse.Namespace) -> tuple[nn.MultiheadAttention, dict[str, au
     else:
         x = autograd.tensor(rng.standard_normal((B, L, E)), requires_grad=True).named("X")
         inputs, (query, key, value) = {"X": x}, (x, x, x)
-    kwargs = {}
-    if args.mask == "causal":
-        kwargs["attn_mask"] = np.triu(np.ones((L, S), dtype=bool), k=1)  # True = masked out
-    elif args.mask == "padding":
-        padding = np.zeros((B, S), dtype=bool)
-        padding[:, S - 1] = True  # the last key of every sequence is padding
-        kwargs["key_padding_mask"] = padding
+    kwargs = masks(args)
     with trace() as steps, key_blocks(FUSED_KEY_BLOCK):
         # need_weights=True: the composed path, one op per step; False: FlashAttention, one fused step
         out, _ = mha(query, key, value, need_weights=not args.fused, **kwargs)
@@ -113,9 +123,9 @@ def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor]
     return rows
 
 
-def walkthrough(args: argparse.Namespace) -> str:
-    """The full text the command prints."""
-    mha, inputs, steps = build(args)
+def walkthrough(args: argparse.Namespace, built: Built | None = None) -> str:
+    """The full text the command prints (of ``built``, if that pass was already run)."""
+    mha, inputs, steps = built if built is not None else build(args)
     B, L, E, h = args.batch, args.seq, args.d_model, args.heads
     S = args.kv_len or L
     kind = f"cross-attention, keys/values of length {S}" if args.kv_len else "self-attention"
@@ -165,10 +175,9 @@ def walkthrough(args: argparse.Namespace) -> str:
         draw_graph(steps, args.graph, groups=MHA_GROUPS, title=f"MultiheadAttention backward ({kind}, {mask})")
         lines.append(f"\nGraph picture written to {args.graph}")
     if args.html:
-        from .notebook import walkthrough as notebook_walkthrough
+        from .notebook import from_build
 
-        notebook_walkthrough(batch=B, seq=L, d_model=E, heads=h, kv_len=args.kv_len, mask=args.mask, seed=args.seed,
-                             fused=args.fused).html(args.html)
+        from_build(args, (mha, inputs, steps)).html(args.html)
         lines.append(f"\nInteractive page written to {args.html}")
     if args.dot:
         from .graph import to_dot

@@ -14,14 +14,14 @@ changes the backend, so ``plt.show()`` keeps working, and a figure shows once.
 from __future__ import annotations
 
 import html as _html
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import autograd
 from ..autograd import Tensor
 from .cost import step_cost
-from .mha import MHA_GROUPS, build, parser
+from .mha import MHA_GROUPS, build, masks, parser
 from .mha import walkthrough as _walkthrough_text
 from .trace import Trace, grad_name, trace
 
@@ -98,12 +98,13 @@ class Walkthrough:
     As a notebook cell's last value it shows the step table (``_repr_html_``).
     """
 
-    def __init__(self, steps: Trace, text: str, title: str, weights: np.ndarray | None, groups: dict[str, str]):
+    def __init__(self, steps: Trace, text: Callable[[], str], title: str, weights: np.ndarray | None,
+                 groups: dict[str, str]):
         self.steps, self._text, self.title, self.weights, self.groups = steps, text, title, weights, groups
 
     def text(self) -> str:
         """The walkthrough as text (what the command line prints)."""
-        return self._text
+        return self._text()
 
     def __repr__(self) -> str:
         return f"<Walkthrough: {self.title}; {len(self.steps)} backward steps>"
@@ -169,28 +170,26 @@ def walkthrough(*, batch: int = 3, seq: int = 5, d_model: int = 16, heads: int =
             out = out[0] if isinstance(out, tuple) else out
             out.backward(autograd.tensor(rng.standard_normal(out.shape).astype(out.dtype)))
         title = f"{type(module).__name__} backward"
-        return Walkthrough(steps, str(steps), title, None, {})
+        return Walkthrough(steps, steps.text, title, None, {})
     argv = [f"--batch={batch}", f"--seq={seq}", f"--d-model={d_model}", f"--heads={heads}", f"--mask={mask}",
             f"--seed={seed}"] + ([f"--kv-len={kv_len}"] if kv_len else []) + (["--fused"] if fused else [])
     args = parser().parse_args(argv)
     if d_model % heads:
         raise ValueError(f"walkthrough: d_model ({d_model}) must be divisible by heads ({heads})")
-    mha, inputs_, steps = build(args)
-    with autograd.no_grad():  # the weights P of each head, from the same module and inputs
-        xs = list(inputs_.values())
+    return from_build(args, build(args))
+
+
+def from_build(args: Any, built: Any) -> Walkthrough:
+    """The ``Walkthrough`` of a pass ``mha.build(args)`` already ran; the weights P come from one more
+    forward of the same module and inputs, without grad."""
+    mha, inputs, steps = built
+    with autograd.no_grad():
+        xs = list(inputs.values())
         query, kv = xs[0], xs[-1]
-        kwargs: dict[str, Any] = {}
-        S = kv_len or seq
-        if mask == "causal":
-            kwargs["attn_mask"] = np.triu(np.ones((seq, S), dtype=bool), k=1)
-        elif mask == "padding":
-            padding = np.zeros((batch, S), dtype=bool)
-            padding[:, S - 1] = True
-            kwargs["key_padding_mask"] = padding
-        _, weights = mha(query, kv, kv, average_attn_weights=False, **kwargs)
-    kind = "fused" if fused else "composed"
-    masking = {"none": "no mask", "causal": "causal mask", "padding": "padding mask"}[mask]
-    attending = f"cross-attention to {kv_len} keys" if kv_len else "self-attention"
-    title = (f"MultiheadAttention backward: B={batch}, n={seq}, d_model={d_model}, h={heads}; {attending}; {masking}; "
-             f"{kind} path")
-    return Walkthrough(steps, _walkthrough_text(args), title, weights.numpy(), MHA_GROUPS)
+        _, weights = mha(query, kv, kv, average_attn_weights=False, **masks(args))
+    kind = "fused" if args.fused else "composed"
+    masking = {"none": "no mask", "causal": "causal mask", "padding": "padding mask"}[args.mask]
+    attending = f"cross-attention to {args.kv_len} keys" if args.kv_len else "self-attention"
+    title = (f"MultiheadAttention backward: B={args.batch}, n={args.seq}, d_model={args.d_model}, h={args.heads}; "
+             f"{attending}; {masking}; {kind} path")
+    return Walkthrough(steps, lambda: _walkthrough_text(args, built), title, weights.numpy(), MHA_GROUPS)

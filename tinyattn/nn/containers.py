@@ -86,9 +86,6 @@ class ParameterDict(DictView, Module):
         for key, value in pairs:
             self[key] = value
 
-    def __getitem__(self, key: str) -> Parameter:
-        return self._parameters[key]  # type: ignore[return-value]
-
     def __setitem__(self, key: str, value: Any) -> None:
         if not isinstance(key, str) or not key or "." in key:
             raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', got {key!r}")

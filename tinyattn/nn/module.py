@@ -165,11 +165,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch."""
-        for p in self.parameters():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.array = np.zeros_like(p.grad.array)
+        forget_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Switch gradients on or off for every parameter (freezing layers); returns the module."""
@@ -249,7 +245,7 @@ class Module:
         ``strict``) and shape mismatch.
         """
         own = dict(self._state())
-        arrays = {name: _to_numpy(value) for name, value in state_dict.items()}
+        arrays = {name: to_numpy(value) for name, value in state_dict.items()}
         problems = []
         missing = [k for k in own if k not in arrays]
         unexpected = [k for k in arrays if k not in own]
@@ -282,7 +278,16 @@ class Module:
         return head + ("\n" + "\n".join(lines) + "\n)" if lines else ")")
 
 
-def _to_numpy(value: Any) -> np.ndarray:
+def forget_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
+    """``zero_grad`` of a module and of an optimizer: each ``.grad`` set to None, or to zeros."""
+    for p in params:
+        if set_to_none:
+            p.grad = None
+        elif p.grad is not None:
+            p.grad.array = np.zeros_like(p.grad.array)
+
+
+def to_numpy(value: Any) -> np.ndarray:
     """An ndarray from a NumPy array, a tinyattn tensor or a torch tensor."""
     if hasattr(value, "detach"):  # a tensor (tinyattn's or torch's), perhaps requiring grad
         value = value.detach()
@@ -320,6 +325,9 @@ class DictView:
 
     def _held(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self._held()[key]
 
     def __delitem__(self, key: str) -> None:
         del self._held()[key]
@@ -362,9 +370,6 @@ class ModuleDict(DictView, Module):
 
     def _held(self) -> dict[str, Any]:
         return self._modules
-
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
 
     def __setitem__(self, key: str, module: Module) -> None:
         if not isinstance(module, Module):

@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..autograd import Tensor, enable_grad
+from ..nn.module import forget_grads, to_numpy
 from ..nn.parameter import Parameter
 
 
@@ -82,11 +83,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (``None``, or zeros with ``set_to_none=False``)."""
-        for _, _, p in self._indexed_params():
-            if set_to_none:
-                p.grad = None
-            elif p.grad is not None:
-                p.grad.array = np.zeros_like(p.grad.array)
+        forget_grads((p for _, _, p in self._indexed_params()), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; with ``closure``, first re-evaluate the loss and return it."""
@@ -133,16 +130,8 @@ class Optimizer:
         for key, buffers in state_dict["state"].items():
             p = params[saved_ids.index(int(key))]
             self.state[saved_ids.index(int(key))] = {
-                name: int(_to_numpy(value)) if name == "step" else None if value is None
-                else _to_numpy(value).astype(p.dtype).reshape(p.shape)
+                name: int(to_numpy(value)) if name == "step" else None if value is None
+                else to_numpy(value).astype(p.dtype).reshape(p.shape)
                 for name, value in buffers.items()
             }
 
-
-def _to_numpy(value: Any) -> np.ndarray:
-    """An array from a tinyattn or torch tensor, a NumPy array or a number (always a copy)."""
-    if hasattr(value, "detach"):
-        value = value.detach()
-    if hasattr(value, "numpy"):
-        value = value.numpy()
-    return np.array(value)
