@@ -30,14 +30,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per length (median taken)")
     parser.add_argument("--attention", choices=["sdpa", "composed"], default="sdpa")
     args = parser.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    try:
-        from threadpoolctl import threadpool_limits
+    from bench_mha import pin  # (this folder is the script's, first on sys.path)
 
-        threadpool_limits(1)
-    except ImportError:
-        print("threadpoolctl not installed: set OMP_NUM_THREADS=1 yourself")
+    print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
     sys.path.insert(0, HERE)
     import tinyattn as torch
 

@@ -73,14 +73,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
     args = parser.parse_args()
     B, n, E, h = (int(v) for v in args.size.split(","))
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    try:
-        from threadpoolctl import threadpool_limits
+    from bench_mha import pin  # (this folder is the script's, first on sys.path)
 
-        threadpool_limits(1)
-    except ImportError:
-        print("threadpoolctl not installed: set OMP_NUM_THREADS=1 yourself")
+    print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
     sys.path.insert(0, HERE)
     with tempfile.TemporaryDirectory() as tmp:
         other_package(args.other, tmp)
