@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from typing import Sequence
 
 from .. import __version__
@@ -62,6 +63,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--autograder", help="the autograder folder (default: ../autograder beside STUDENT_DIR)")
     g.add_argument("--json", dest="json_path", metavar="RESULTS_JSON")
     g.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per task's test run (default 300)")
+    g.add_argument("--private", action="append", default=[], metavar="FOLDER",
+                   help="a folder the student's code must not read (checked when grading as root; repeatable)")
     g.add_argument("--gradescope", action="store_true",
                    help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
                         "with the reason (what run_autograder uses)")
@@ -95,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             beside = os.path.join(os.path.dirname(os.path.abspath(args.student_dir)), "autograder")
             autograder = args.autograder or beside
             try:
-                _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout)
+                _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
+                                          private=tuple(args.private))
             except (commands.HomeworkError, MarkerError) as err:
                 if not args.gradescope:
                     raise
@@ -103,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     json.dump(commands.failed_results(autograder, str(err)), f, indent=2)
                 print(f"error: {err}", file=sys.stderr)
                 return 0
+            except commands.GraderFailed as err:  # the results file says so; the log gets the traceback
+                traceback.print_exc()
+                print(f"error: {err}", file=sys.stderr)
+                return 0 if args.gradescope else 1
             print(table)
         elif args.command == "solve":
             commands.solve(args.student_dir, args.tasks)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -13,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Callable
 
-import numpy as np
-
 import tinyattn
 
-from .grading import GradedTest, Outcome, manifest, run_tests, scan_tests
+from . import sandbox
+from .grading import GradedTest, Outcome, Reference, manifest, run_graded, run_tests, scan_tests
 from .markers import MarkerError, Mutant, Region, fill_task, find_regions, package_files, write_package
 from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
@@ -67,22 +67,14 @@ def load(tasks: list[str] | None = None, package_dir: str = PACKAGE_DIR) -> Load
     return files, regions, tests, chosen
 
 
-def reference_values(path: str) -> None:
-    """Run every probe with the reference package (this process's tinyattn) and save the arrays."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_homework_probes", os.path.join(TESTS_DIR, "probes.py"))
-    if spec is None or spec.loader is None:
-        raise HomeworkError(f"cannot load the probes from {TESTS_DIR}")
-    probes = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probes)
-    np.savez(path, **probes.compute_all())
+PUBLIC_TESTS = ("check_tasks.py", "conftest.py", "pytest.ini")  # what a student copy gets
 
 
 def _copy_tests(dest: str, hidden: bool) -> None:
+    """The public tests (a student copy), or those and the graded probes, judges and runner (the autograder)."""
     os.makedirs(dest, exist_ok=True)
-    for name in os.listdir(TESTS_DIR):
-        if name.endswith((".py", ".ini")) and (hidden or name not in ("check_hidden.py", "probes.py")):
+    for name in sorted(os.listdir(TESTS_DIR)):
+        if name.endswith((".py", ".ini")) and (hidden or name in PUBLIC_TESTS):
             shutil.copy(os.path.join(TESTS_DIR, name), os.path.join(dest, name))
 
 
@@ -144,7 +136,6 @@ def assign(out: str, tasks: list[str] | None = None) -> dict:
         _copy_tests(os.path.join(autograder, "tests"), hidden=True)
         with open(os.path.join(student, "tests", "assigned_tasks.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(chosen) + "\n")
-        reference_values(os.path.join(autograder, "tests", "reference_values.npz"))
         license_text = shipped_text("LICENSE")
         for folder in (student, autograder):  # MIT: the license travels with every copy of the source
             with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
@@ -169,31 +160,66 @@ def _pinned(name: str) -> str:
         return name
 
 
+# The newest releases for Python 3.10 (Ubuntu 22.04's), which numpy 2.3 and matplotlib 3.11 dropped
+PINS_310 = {"numpy_310": "numpy==2.2.6", "matplotlib_310": "matplotlib==3.10.9"}
+
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once, when it builds the autograder's image. tinyattn itself comes in
-# this zip (source/grader), so only its dependencies are installed: the versions the
-# assignment was made with. (numpy 2.x needs Python >= 3.10: pick such a base image.)
+# Gradescope runs this once, as root, when it builds the autograder's image. tinyattn itself
+# comes in this zip (source/grader); only its dependencies are installed, into a venv at
+# /autograder/venv (a venv, not the system pip, which PEP 668 may refuse): the versions the
+# assignment was made with, or on Python 3.10, whose NumPy stops at 2.2, the newest for it.
+# AUTOGRADER_ROOT replaces /autograder and PYTHON the interpreter (for a local trial run).
 set -euo pipefail
-pip3 install --no-cache-dir {numpy} {matplotlib} {pytest}
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+PY="${{PYTHON:-python3}}"
+version=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+case "$version" in
+    3.[0-9]) echo "setup.sh: tinyattn needs Python >= 3.10; this image has $version" >&2; exit 1 ;;
+    3.10) pins="{numpy_310} {matplotlib_310}" ;;
+    *) pins="{numpy} {matplotlib}" ;;
+esac
+if ! "$PY" -m venv "$ROOT/venv" > /dev/null 2>&1; then  # Debian and Ubuntu ship venv as a package of its own
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python$version-venv" > /dev/null
+    "$PY" -m venv "$ROOT/venv"
+fi
+"$ROOT/venv/bin/pip" install --no-cache-dir --quiet $pins
+# The user the students' code runs as (run_autograder makes it too): no home, no login.
+id -u {user} > /dev/null 2>&1 \\
+    || useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin {user}
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this for every submission. It grades /autograder/submission, each task
-# on its own, and writes /autograder/results/results.json. AUTOGRADER_ROOT replaces
-# /autograder (for a local trial run); AUTOGRADER_TIMEOUT is the seconds per task.
+# Gradescope runs this, as root, for every submission. It grades /autograder/submission, each
+# task on its own, the student's code running as an unprivileged user, and writes
+# /autograder/results/results.json. AUTOGRADER_ROOT replaces /autograder (for a local trial
+# run); AUTOGRADER_TIMEOUT is the seconds per task.
 set -u
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 SOURCE="$ROOT/source"
+RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
-PYTHONPATH="$SOURCE/grader" python3 -m tinyattn.homework grade "$ROOT/submission" \\
-    --autograder "$SOURCE/autograder" --json "$ROOT/results/results.json" \\
-    --gradescope --timeout "${AUTOGRADER_TIMEOUT:-300}"
+PY="$ROOT/venv/bin/python3"  # setup.sh's
+[ -x "$PY" ] || PY=python3
+if [ "$(id -u)" = 0 ]; then
+    # The student's code must not read the grader, the answers or the submission, nor write the results.
+    chmod 755 "$ROOT"
+    chmod 700 "$SOURCE" "$ROOT/submission" "$ROOT/results"
+fi
+PYTHONPATH="$SOURCE/grader" "$PY" -m tinyattn.homework grade "$ROOT/submission" \\
+    --autograder "$SOURCE/autograder" --json "$RESULTS" --gradescope --timeout "${AUTOGRADER_TIMEOUT:-300}" \\
+    --private "$SOURCE" --private "$ROOT/submission" --private "$ROOT/results"
+if ! "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' "$RESULTS" 2> /dev/null; then
+    echo '{"score": 0, "tests": [], "output": "The grader stopped before writing results."}' \\
+        > "$RESULTS"
+    echo "run_autograder: the grader left no valid results.json; wrote a score of 0" >&2
+fi
 """
 
 
 def gradescope_zip(autograder: str, path: str) -> None:
     """A zip to upload to Gradescope as is: setup.sh, run_autograder, the grader and the autograder folder."""
-    script = {"numpy": _pinned("numpy"), "matplotlib": _pinned("matplotlib"), "pytest": _pinned("pytest")}
+    script = {"numpy": _pinned("numpy"), "matplotlib": _pinned("matplotlib"), "user": sandbox.STUDENT_USER,
+              **PINS_310}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in (("setup.sh", SETUP_SH.format(**script)), ("run_autograder", RUN_AUTOGRADER)):
             info = zipfile.ZipInfo(name)
@@ -255,16 +281,23 @@ def check(
     """
     files, regions, tests, chosen = load(tasks)
     graded = [t for t in tests if t.task in chosen]
+    public = [t for t in scan_tests(TESTS_DIR, "check_*.py") if t.task in chosen]
     rows: list[tuple[str, str, str, bool]] = []  # (check, subject, detail, ok)
+    seed = secrets.randbits(31)
+    reference = Reference(TESTS_DIR)
+    for t in graded:  # here, before the threads: the reference's probes share tinyattn's global state
+        reference.values(t.name, seed)
     with tempfile.TemporaryDirectory() as tmp:
-        reference = os.path.join(tmp, "reference_values.npz")
-        reference_values(reference)
-        # (label, subject, blank set, mutant, mutant path, tests, expectation)
+        # (label, subject, blank set, mutant, mutant path, tests, expectation); public tests run under pytest
         jobs: list[tuple[str, str, set[str], Mutant | None, str | None, list[GradedTest], str]] = []
         jobs.append(("1. reference passes", "all tasks", set(), None, None, graded, "all pass"))
+        jobs.append(("1. reference passes", "all tasks (public tests)", set(), None, None, public, "all pass"))
         for task in chosen:
             own = [t for t in graded if t.task == task]
             jobs.append(("3. blank one task", task, {task}, None, None, own, "all fail"))
+            own_public = [t for t in public if t.task == task]
+            if own_public:
+                jobs.append(("3. blank one task", f"{task} (public tests)", {task}, None, None, own_public, "all fail"))
             for region in regions[task]:
                 for planted in region.mutants:
                     subject = f"{task}: {region.path}:{planted.line}"
@@ -275,10 +308,18 @@ def check(
         for index, (_, _, blank, mutant, mutant_path, _, _) in enumerate(jobs):
             roots.append(os.path.join(tmp, f"variant{index}"))
             write_package(files, regions, roots[-1], blank=blank, mutant=mutant, mutant_path=mutant_path)
+        limits = sandbox.Limits(seconds=timeout)
 
         def run(index: int) -> tuple[tuple[str, str, str, bool], dict[str, Outcome]]:
             label, subject, _, mutant, _, job_tests, expect = jobs[index]
-            outcomes = run_tests(roots[index], TESTS_DIR, job_tests, reference_values=reference, timeout=timeout)
+            if subject.endswith("(public tests)"):
+                outcomes = run_tests(roots[index], TESTS_DIR, job_tests, timeout=timeout)
+            else:
+                def write(dest: str, root: str = roots[index]) -> None:
+                    shutil.copytree(root, dest)
+
+                outcomes = run_graded(write, job_tests, reference, seed=seed, limits=limits,
+                                      iso=sandbox.Isolation()).outcomes
             passed = [n for n, o in outcomes.items() if o.passed]
             failed = [n for n, o in outcomes.items() if not o.passed]
             if expect == "all pass":
@@ -319,7 +360,7 @@ def check(
     for label, subject, detail, ok in rows:
         lines.append(f"{label:<24} {subject:<{width}}  {'ok' if ok else 'HOLE':<6} {detail}")
     holes = sum(not r[3] for r in rows)
-    lines.append(f"\n{len(rows)} checks, {holes} hole(s)")
+    lines.append(f"\n{len(rows)} checks, {holes} hole(s) (the probes' seed was {seed})")
     return holes == 0, "\n".join(lines)
 
 
@@ -361,14 +402,76 @@ def mistakes_markdown() -> str:
     return "\n".join(lines)
 
 
+class GraderFailed(RuntimeError):
+    """The grader itself failed part-way; what was graded is in the results file, the rest scores 0."""
+
+
+def _test_entry(task: str, test: dict, passed: bool, output: str) -> dict:
+    """One test of Gradescope's results."""
+    return {"name": f"{task}: {test['name']}", "score": test["points"] if passed else 0.0,
+            "max_score": test["points"], "status": "passed" if passed else "failed", "output": output,
+            "tags": [task], "visibility": "visible" if test["visibility"] == "visible" else "after_published"}
+
+
+class ResultsFile:
+    """Gradescope's ``results.json``, rewritten after every task, so a file is there whatever happens next.
+
+    Tasks not graded yet appear as failed with ``pending``'s reason; the grader writes the final
+    file itself once every student process has ended, over anything else written there.
+    """
+
+    def __init__(self, path: str | None, tasks: dict):
+        self.path, self.tasks = path, tasks
+        self.graded: dict[str, list[dict]] = {}
+        self.output: list[str] = []
+
+    def results(self, pending: str = "not graded: the grader stopped before this task") -> dict:
+        """The results dict: graded tasks as graded, the others failed with ``pending``."""
+        tests = []
+        for task, info in self.tasks.items():
+            tests += self.graded.get(task) or [_test_entry(task, t, False, pending) for t in info["tests"]]
+        results: dict = {"score": sum(t["score"] for t in tests), "tests": tests}
+        if self.output:
+            results["output"] = "\n".join(self.output)
+        return results
+
+    def write(self, pending: str = "not graded: the grader stopped before this task") -> dict:
+        """Write the results (atomically: a half-written file is never left) and return them."""
+        results = self.results(pending)
+        if self.path:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".results-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(results, f, indent=2)
+            os.replace(tmp, self.path)
+        return results
+
+
+def _redactor(files: dict[str, list[str]], regions: dict[str, list[Region]]) -> Callable[[str], str]:
+    """A function that removes every line of reference code (any task's region) from a text."""
+    secret = sorted({line.strip() for rs in regions.values() for r in rs for line in files[r.path][r.begin + 1:r.end]
+                     if len(line.strip()) >= 8 and not line.strip().startswith("#")}, key=len, reverse=True)
+
+    def redact(text: str) -> str:
+        for line in secret:
+            text = text.replace(line, "[reference code removed]")
+        return text
+
+    return redact
+
+
 def grade(
-    student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0
+    student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0,
+    private: tuple[str, ...] = (), seed: int | None = None,
 ) -> tuple[dict, str]:
-    """Grade each task of a submission on its own; return Gradescope's results dict and a table.
+    """Grade each task of a submission on its own; return Gradescope's results dict and the instructor's log.
 
     ``student_dir`` holds the ``tinyattn`` folder (directly or up to three levels in). Each task
     is graded against the autograder's marked source with the student's code in that task's
     regions only (``submission.py``), so a blank or broken task costs only its own points.
+    The student's code runs in a child (``sandbox.py``; as the student user when root, with
+    ``private`` folders checked to be out of its reach); the verdicts are decided here. The
+    results file is written before anything runs, after each task, and at the end.
     """
     manifest_path = os.path.join(autograder_dir, "manifest.json")
     if not os.path.isfile(manifest_path):
@@ -377,6 +480,8 @@ def grade(
         )
     with open(manifest_path, encoding="utf-8") as f:
         data = json.load(f)
+    sheet = ResultsFile(json_path, data["tasks"])
+    sheet.write("not graded yet: grading has just begun")
     if not os.path.isdir(student_dir):
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     package_root = find_package(student_dir)
@@ -387,68 +492,67 @@ def grade(
             f"grade: no tinyattn folder in the submission (found: {listed}); hand in the whole tinyattn "
             "folder of your student copy, not single files"
         )
-    marked = os.path.join(autograder_dir, "marked", "tinyattn")
-    files, regions, _, chosen = load(list(data["tasks"]), marked if os.path.isdir(marked) else PACKAGE_DIR)
-    tests_dir = os.path.join(autograder_dir, "tests")
-    reference = os.path.join(tests_dir, "reference_values.npz")
-    results_tests, table = [], []
-    total = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
+    log: list[str] = []
+    table: list[tuple[str, int, int, float, float]] = []
+    try:
+        marked = os.path.join(autograder_dir, "marked", "tinyattn")
+        files, regions, _, chosen = load(list(data["tasks"]), marked if os.path.isdir(marked) else PACKAGE_DIR)
+        tests_dir = os.path.join(autograder_dir, "tests")
+        reference = Reference(tests_dir if os.path.isfile(os.path.join(tests_dir, "probes.py")) else TESTS_DIR)
+        iso = sandbox.isolation(private)
+        log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}")
+        seed = secrets.randbits(31) if seed is None else seed
+        log.append(f"the probes' seed: {seed}")
         reading = read_submission(package_root, files, regions, set(chosen))
-        roots = _task_packages(files, regions, reading, tmp, chosen)
+        if reading.outside:
+            sheet.output.append("Not graded (edits outside the task regions):\n" + "\n".join(reading.outside))
+        limits, redact = sandbox.Limits(seconds=timeout), _redactor(files, regions)
         for task, info in data["tasks"].items():
+            given = package_for(task, regions, reading)
+
+            def write(dest: str, given: dict = given) -> None:
+                write_package(files, regions, dest, blank=set(), given=given)
+
             task_tests = [GradedTest(**t) for t in info["tests"]]
-            outcomes = run_tests(roots[task], tests_dir, task_tests, timeout=timeout, reference_values=reference)
-            earned = 0.0
-            passed = 0
-            for t in task_tests:
-                o = outcomes[t.node_id]
-                score = t.points if o.passed else 0.0
-                earned += score
-                passed += o.passed
-                results_tests.append({
-                    "name": f"{task}: {t.name}",
-                    "score": score,
-                    "max_score": t.points,
-                    "status": "passed" if o.passed else "failed",
-                    "output": o.output,
-                    "tags": [task],
-                    "visibility": "visible" if t.visibility == "visible" else "after_published",
-                })
-            total += earned
-            table.append((task, passed, len(task_tests), earned, info["points"]))
-    results = {"score": total, "tests": results_tests}
-    if reading.outside:
-        results["output"] = "Not graded (edits outside the task regions):\n" + "\n".join(reading.outside)
-    if json_path:
-        with open(json_path, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+            run = run_graded(write, task_tests, reference, seed=seed, limits=limits, iso=iso, redact=redact)
+            entries = [_test_entry(task, t, run.outcomes[GradedTest(**t).node_id].passed,
+                                   run.outcomes[GradedTest(**t).node_id].output) for t in info["tests"]]
+            sheet.graded[task] = entries
+            sheet.write()
+            log += [f"{task}: {line}" for line in run.log]
+            earned = sum(e["score"] for e in entries)
+            table.append((task, sum(e["status"] == "passed" for e in entries), len(entries), earned, info["points"]))
+    except (HomeworkError, MarkerError):
+        raise
+    except Exception as err:
+        reason = f"not graded: the grader failed ({type(err).__name__}); your instructor has the details"
+        sheet.write(reason)
+        raise GraderFailed(f"the grader failed: {type(err).__name__}: {err}") from err
+    results = sheet.write()  # the final file, from this process's own state
     width = max([len("task")] + [len(r[0]) for r in table])
     lines = [f"{'task':<{width}}  passed  points", "-" * (width + 18)]
     for task, passed, n, earned, possible in table:
         lines.append(f"{task:<{width}}  {passed:>2}/{n:<3}  {earned:g}/{possible:g}")
-    lines.append(f"{'total':<{width}}          {total:g}/{sum(r[4] for r in table):g}")
+    lines.append(f"{'total':<{width}}          {results['score']:g}/{sum(r[4] for r in table):g}")
     lines += [f"note: {line}" for line in reading.outside]
     lines += [f"note: extra file in the submission (not read): {name}" for name in reading.extra]
+    lines += [f"log: {line}" for line in log]
     return results, "\n".join(lines)
 
 
 def failed_results(autograder_dir: str, reason: str) -> dict:
     """Gradescope's results when nothing could be graded: every test failed, with the reason."""
-    results: dict = {"score": 0.0, "output": reason, "tests": []}
     try:
         with open(os.path.join(autograder_dir, "manifest.json"), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return results
-    for task, info in data["tasks"].items():
-        for t in info["tests"]:
-            results["tests"].append({
-                "name": f"{task}: {t['name']}", "score": 0.0, "max_score": t["points"], "status": "failed",
-                "output": reason, "tags": [task],
-                "visibility": "visible" if t["visibility"] == "visible" else "after_published",
-            })
-    return results
+            tasks = json.load(f)["tasks"]
+    except (OSError, ValueError, KeyError):
+        return {"score": 0.0, "output": reason, "tests": []}
+    sheet = ResultsFile(None, tasks)
+    sheet.output.append(reason)
+    return sheet.results(reason)
 
 
-__all__ = ["HomeworkError", "assign", "check", "grade", "load", "mistakes_markdown", "regions_by_file", "solve"]
+__all__ = [
+    "GraderFailed", "HomeworkError", "assign", "check", "grade", "load", "mistakes_markdown", "regions_by_file",
+    "solve",
+]

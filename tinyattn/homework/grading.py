@@ -1,23 +1,31 @@
-"""Which tests grade which task, running them against a copy of the package, and the results files.
+"""Which probes grade which task, running them in the student's child, judging them here, and feedback.
 
-Tests are tied to tasks by a marker, ``@pytest.mark.task(id="softmax_backward", points=2)``,
-read from the test files' source (``ast``), so the manifest is known before any test runs.
-Each run is a separate ``python -m pytest`` process with ``PYTHONPATH`` pointing at the
-package under test, a time limit, and a JUnit XML report to read the outcomes from.
+Graded tests are the probes of ``task_tests/probes.py``, tied to tasks by a marker,
+``@task(id="softmax_backward", points=2)``, read from the source (``ast``), so the manifest
+is known before anything runs. Grading one task (``run_graded``) runs its probes in a child
+(``sandbox.py``) that sends back arrays only; the same probes run here on the reference,
+and ``task_tests/judges.py`` decides each test in this process. The public tests a student
+runs at home (``check_tasks.py``, pytest) are run by ``run_tests``, for ``check`` only.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+from typing import Callable
 
-HIDDEN_FILES = {"check_hidden.py"}  # shipped to the autograder only
+from . import sandbox
+
+PROBES_FILE = "probes.py"
+HARNESS = ("runner.py", "probes.py")  # what the child gets besides the package
 
 
 @dataclass
@@ -33,15 +41,17 @@ class GradedTest:
 
     @property
     def node_id(self) -> str:
-        """pytest's id, e.g. ``check_tasks.py::test_softmax_gradients``."""
+        """The test's id, e.g. ``probes.py::test_softmax_gradients``."""
         return f"{self.file}::{self.name}"
 
 
-def _task_marker(decorator: ast.expr) -> tuple[str, float] | None:
-    """``(id, points)`` from ``@pytest.mark.task(id=..., points=...)``, else None."""
-    if not (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute)):
+def _task_marker(decorator: ast.expr) -> tuple[str, float, bool] | None:
+    """``(id, points, hidden)`` from ``@task(id=..., points=..., hidden=...)`` (or ``@pytest.mark.task``)."""
+    if not isinstance(decorator, ast.Call):
         return None
-    if decorator.func.attr != "task":
+    func = decorator.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name != "task":
         return None
     kwargs = {k.arg: k.value for k in decorator.keywords}
     if "id" not in kwargs or not isinstance(kwargs["id"], ast.Constant):
@@ -50,14 +60,17 @@ def _task_marker(decorator: ast.expr) -> tuple[str, float] | None:
     value = points.value if isinstance(points, ast.Constant) else 1
     if not isinstance(value, (int, float)):
         raise ValueError(f"task marker at line {decorator.lineno}: points must be a number, got {value!r}")
-    return str(kwargs["id"].value), float(value)
+    hidden = kwargs.get("hidden")
+    return str(kwargs["id"].value), float(value), isinstance(hidden, ast.Constant) and hidden.value is True
 
 
-def scan_tests(tests_dir: str) -> list[GradedTest]:
-    """Every ``test_*`` function in ``tests_dir/check_*.py`` with a task marker."""
+def scan_tests(tests_dir: str, pattern: str = PROBES_FILE) -> list[GradedTest]:
+    """Every ``test_*`` function with a task marker in ``tests_dir/probes.py`` (the graded probes), or in
+    the files ``check_*.py`` when ``pattern="check_*.py"`` (the public pytest tests)."""
     found = []
     for name in sorted(os.listdir(tests_dir)):
-        if not (name.startswith("check_") and name.endswith(".py")):
+        wanted = name.startswith("check_") and name.endswith(".py") if pattern == "check_*.py" else name == pattern
+        if not wanted:
             continue
         with open(os.path.join(tests_dir, name), encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=name)
@@ -66,7 +79,7 @@ def scan_tests(tests_dir: str) -> list[GradedTest]:
                 for dec in node.decorator_list:
                     marker = _task_marker(dec)
                     if marker:
-                        visibility = "hidden" if name in HIDDEN_FILES else "visible"
+                        visibility = "hidden" if marker[2] else "visible"
                         doc = (ast.get_docstring(node) or "").strip().split("\n")[0]
                         purpose = doc or node.name[len("test_"):].replace("_", " ")
                         found.append(GradedTest(name, node.name, marker[0], marker[1], visibility, purpose))
@@ -96,9 +109,10 @@ def run_tests(
     tests: list[GradedTest],
     *,
     timeout: float = 600.0,
-    reference_values: str | None = None,
 ) -> dict[str, Outcome]:
-    """Run ``tests`` against the ``tinyattn`` found in ``package_root``; a test that did not run failed."""
+    """Run the public pytest ``tests`` against the ``tinyattn`` in ``package_root``; one that did not run failed.
+
+    Used by ``check`` on the instructor's own packages; grading never runs pytest."""
     if not tests:
         return {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,8 +123,6 @@ def run_tests(
         env["TINYATTN_PACKAGE_ROOT"] = package_root
         env["MPLBACKEND"] = "Agg"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        if reference_values:
-            env["TINYATTN_REFERENCE_VALUES"] = reference_values
         cmd = [
             sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", "--rootdir", tests_dir,
             "-c", os.path.join(tests_dir, "pytest.ini"), f"--junitxml={report}",
@@ -142,12 +154,104 @@ def _first_error(log: str) -> str:
     return f"{error} (in {places[-1][0]}, line {places[-1][1]})" if places else error
 
 
+def load_module(tests_dir: str, name: str) -> ModuleType:
+    """``tests_dir/name.py`` as a module of this process (the probes on the reference, or the judges)."""
+    spec = importlib.util.spec_from_file_location(f"_homework_{name}", os.path.join(tests_dir, name + ".py"))
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"cannot load {name}.py from {tests_dir}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Reference:
+    """The reference's result of each probe, per seed, computed in this process by its own tinyattn."""
+
+    def __init__(self, tests_dir: str):
+        self.probes = load_module(tests_dir, "probes")
+        self.judges = load_module(tests_dir, "judges")
+        self._cache: dict[tuple[str, int], dict] = {}
+
+    def values(self, test: str, seed: int) -> dict:
+        """``{name: array}`` the reference's ``test`` returns for ``seed``."""
+        if (test, seed) not in self._cache:
+            import numpy as np
+
+            result = getattr(self.probes, test)(seed)
+            self._cache[test, seed] = {k: np.asarray(v) for k, v in result.items()}
+        return self._cache[test, seed]
+
+
+@dataclass
+class TaskRun:
+    """One task's grading: each test's outcome, and what the instructor should know."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+
+def run_graded(
+    write: Callable[[str], None],
+    tests: list[GradedTest],
+    reference: Reference,
+    *,
+    seed: int,
+    limits: sandbox.Limits,
+    iso: sandbox.Isolation,
+    redact: Callable[[str], str] = lambda text: text,
+) -> TaskRun:
+    """Grade ``tests`` on the package ``write(folder)`` puts in a fresh folder: probes in a child, verdicts here."""
+    harness = [os.path.join(os.path.dirname(reference.probes.__file__ or ""), name) for name in HARNESS]
+    work = sandbox.make_workdir(harness, iso)
+    try:
+        write(work.package)
+        sandbox.seal(work.package)
+        sandbox.seal(work.harness)
+        child = sandbox.run_child(work, [t.name for t in tests], seed, limits, iso)
+    finally:
+        sandbox.remove_workdir(work)
+    run = TaskRun()
+    if child.ended:
+        run.log.append(f"the student's process {child.ended}")
+    if child.malformed:
+        run.log.append(f"{child.malformed} malformed line(s) on the results channel (ignored)")
+    if child.leftovers:
+        run.log.append(f"killed {child.leftovers} process(es) of the student user left at the end")
+    if child.output.strip():
+        run.log.append("its output (for the instructor only):\n" + child.output.rstrip())
+    for t in tests:
+        message = child.messages.get(t.name)
+        if message is None:
+            why = child.ended or "ended without sending a result"
+            run.outcomes[t.node_id] = Outcome(False, feedback(t, f"did not run: the process {why}", ""))
+        elif "error" in message:
+            run.outcomes[t.node_id] = Outcome(False, feedback(t, *excerpt(message["error"], redact)))
+            run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
+        else:
+            try:
+                reference.judges.judge(t.name, message["arrays"], reference.values(t.name, seed))
+                run.outcomes[t.node_id] = Outcome(True, "")
+            except reference.judges.Failed as failed:
+                run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))
+    return run
+
+
+def excerpt(error: dict, redact: Callable[[str], str], limit: int = 300) -> tuple[str, str]:
+    """A student's exception as they may see it: its type, its message cut to ``limit`` characters and
+    cleaned of reference code (``redact``), and where it was raised (files and lines, no source text)."""
+    text = redact(error["message"].strip())
+    if len(text) > limit:
+        text = text[:limit] + f" [... {len(text) - limit} more characters]"
+    where = "\n".join(f"  {path}, line {line}, in {name}" for path, line, name in error["frames"])
+    return f"your code raised {error['type']}: {text}", where
+
+
 def feedback(test: GradedTest, message: str, trace: str, max_lines: int = 40) -> str:
     """What a student reads: the task, what the test checks, the error, then the end of the traceback."""
     lines = [f"Task {test.task}: {test.purpose}", message.strip() or "failed"]
     trace_lines = [line for line in trace.strip().splitlines() if line.strip()]
     if trace_lines:
-        lines += ["", f"Traceback (last {min(max_lines, len(trace_lines))} lines):"] + trace_lines[-max_lines:]
+        lines += ["", f"Where (last {min(max_lines, len(trace_lines))} lines):"] + trace_lines[-max_lines:]
     return "\n".join(lines)
 
 

@@ -1,16 +1,28 @@
-"""Shared fixtures of the homework tests, and the options students use.
+"""The options students use with the public tests, and the guard that they test their own copy.
 
-``reference`` loads the values the reference implementation computed when the
-assignment was made (``reference_values.npz``, shipped with the autograder only).
 ``--task ID`` runs one task's tests; in a student copy, tests of tasks not in the
 assignment (``assigned_tasks.txt``) are skipped with the reason; the summary at the
 end counts passes per task.
+
+In a student copy (this file in ``tests/`` beside ``tinyattn/``), the copy's package is
+put first on ``sys.path`` however pytest was started (``pytest tests``, ``python -m
+pytest``, from any folder), so an installed tinyattn, which holds every solution, is
+never what gets tested; if one was imported already, the run stops with one line.
 """
 
 import os
+import sys
 
-import numpy as np
 import pytest
+
+_COPY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py")) and "TINYATTN_PACKAGE_ROOT" not in os.environ:
+    _loaded = sys.modules.get("tinyattn")
+    _where = os.path.dirname(os.path.dirname(os.path.abspath(_loaded.__file__ or ""))) if _loaded else _COPY
+    if os.path.realpath(_where) != os.path.realpath(_COPY):
+        pytest.exit(f"tinyattn was already imported from {_where}, not from this copy ({_COPY}); "
+                    f"run `python -m pytest tests` from {_COPY}", returncode=4)
+    sys.path.insert(0, _COPY)
 
 
 def pytest_addoption(parser):
@@ -71,31 +83,18 @@ def pytest_runtest_setup(item):
 
 
 def pytest_sessionstart(session):
-    """Refuse to grade a different tinyattn than the one asked for (TINYATTN_PACKAGE_ROOT)."""
+    """Refuse to test a different tinyattn than the one asked for (the copy's, or TINYATTN_PACKAGE_ROOT)."""
     expected = os.environ.get("TINYATTN_PACKAGE_ROOT")
-    if expected:
+    if not expected and os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py")):
+        import tinyattn
+
+        got = os.path.dirname(os.path.dirname(os.path.abspath(tinyattn.__file__)))
+        if os.path.realpath(got) != os.path.realpath(_COPY):
+            pytest.exit(f"tinyattn was imported from {got}, not from this copy ({_COPY}); "
+                        f"run `python -m pytest tests` from {_COPY}", returncode=4)
+    elif expected:
         import tinyattn
 
         got = os.path.dirname(os.path.dirname(os.path.abspath(tinyattn.__file__)))
         if os.path.realpath(got) != os.path.realpath(expected):
             raise pytest.UsageError(f"tinyattn was imported from {got}, expected {expected}")
-
-
-@pytest.fixture(scope="session")
-def reference():
-    beside = os.path.join(os.path.dirname(__file__), "reference_values.npz")
-    path = os.environ.get("TINYATTN_REFERENCE_VALUES") or beside
-    if not os.path.exists(path):
-        pytest.fail(f"reference values not found at {path}")
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files}
-
-
-def assert_matches_reference(got: dict, reference: dict, prefix: str) -> None:
-    """Every array a probe computed equals the reference's (float64, tight tolerance)."""
-    keys = sorted(k for k in reference if k.startswith(prefix + "/"))
-    assert keys, f"no reference values for {prefix}"
-    for key in keys:
-        name = key.split("/", 1)[1]
-        assert name in got, f"missing {name}"
-        np.testing.assert_allclose(np.asarray(got[name]), reference[key], rtol=1e-7, atol=1e-9, err_msg=key)

@@ -1,0 +1,335 @@
+"""Where a student's code runs when it is graded: a child process that can only send data back.
+
+**What the child is.** ``python -I runner.py`` in a fresh folder built for one task and
+removed after it: the package under test, the probes, and a writable home. It gets a bare
+environment (no paths of the grader's), its limits (CPU time, address space, file size,
+processes) set before any of the student's code is imported, and one pipe to send
+results on. Its stdout and stderr are kept up to a cap, for the instructor only.
+
+**Who the child is.** When the grader runs as root (Gradescope does), the child runs as
+``tinyattn-student``, a user with no home and no login, created on first use. It cannot
+read what the grader keeps private (``run_autograder`` makes those folders 0700) nor write
+anything of the grader's; at the end of each task every process of that user is killed,
+including any that detached themselves. Not as root, the child runs as the grader's own
+user: grading works, and ``Isolation.note`` says what is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+STUDENT_USER = "tinyattn-student"
+
+
+@dataclass
+class Limits:
+    """Per task: wall-clock seconds (CPU seconds too), bytes of memory, of any file, of output kept."""
+
+    seconds: float = 300.0
+    memory: int = 2 << 30
+    file_size: int = 16 << 20
+    processes: int = 64  # only when the child runs as the student user: the count is per user
+    output: int = 64 << 10
+    channel: int = 64 << 20
+
+    def rlimits(self, own_user: bool) -> dict[str, int]:
+        """The ``resource`` limits the runner sets on itself before importing the student's code."""
+        limits = {"RLIMIT_CPU": int(self.seconds) + 1, "RLIMIT_AS": self.memory, "RLIMIT_FSIZE": self.file_size,
+                  "RLIMIT_CORE": 0}
+        if own_user:
+            limits["RLIMIT_NPROC"] = self.processes
+        return limits
+
+
+@dataclass
+class Isolation:
+    """Who the student's code runs as: ``uid``/``gid`` of the student user, or None (the grader's own)."""
+
+    uid: int | None = None
+    gid: int | None = None
+    note: str = ""  # why isolation is reduced, for the instructor; "" when it is not
+
+
+def child_python() -> str:
+    """The interpreter for the child: this one, named through its environment's real folder (not a link)."""
+    if sys.prefix != sys.base_prefix:  # a venv: keep its bin/python so its site-packages come along
+        return os.path.join(os.path.realpath(sys.prefix), "bin", os.path.basename(sys.executable))
+    return os.path.realpath(sys.executable)
+
+
+def _run_as(iso_uid: int, gid: int, argv: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, user=iso_uid, group=gid, extra_groups=[], cwd="/", capture_output=True, text=True,
+                          timeout=timeout, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+
+
+def _ensure_user(name: str) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd", path="/usr/sbin:/usr/bin:/sbin:/bin")
+    if useradd is None:
+        raise OSError("useradd is not installed")
+    done = subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                           "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True)
+    if done.returncode != 0 and "already exists" not in done.stderr:
+        raise OSError(done.stderr.strip() or f"useradd exited with {done.returncode}")
+    return pwd.getpwnam(name)
+
+
+def readable_by(path: str, uid: int, gid: int) -> bool:
+    """Could ``uid`` (in group ``gid`` only) read ``path``, by the mode bits of it and every folder above?"""
+
+    def allows(info: os.stat_result, bit: int) -> bool:
+        if info.st_uid == uid:
+            return bool(info.st_mode & (bit << 6))
+        if info.st_gid == gid:
+            return bool(info.st_mode & (bit << 3))
+        return bool(info.st_mode & bit)
+
+    path = os.path.abspath(path)
+    parts = path.split(os.sep)
+    for depth in range(1, len(parts)):
+        folder = os.sep.join(parts[:depth]) or os.sep
+        if not allows(os.stat(folder), 1):  # x: may pass through
+            return False
+    return allows(os.stat(path), 4)
+
+
+def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER) -> Isolation:
+    """Set up the student user when root; say what is reduced otherwise, or if ``private`` paths are readable."""
+    if os.geteuid() != 0:
+        return Isolation(note="isolation reduced: the grader is not root, so the student's code runs as the "
+                              "grader's own user and could read what the grader can (Gradescope runs as root)")
+    try:
+        entry = _ensure_user(user)
+    except OSError as err:
+        return Isolation(note=f"isolation reduced: could not create the user {user} ({err}); "
+                              "the student's code runs as root")
+    python = child_python()
+    try:
+        probe = _run_as(entry.pw_uid, entry.pw_gid, [python, "-I", "-c", "import numpy"])
+        problem = "" if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["failed"])[-1]
+    except (OSError, subprocess.SubprocessError) as err:
+        problem = str(err)
+    if problem:
+        return Isolation(note=f"isolation reduced: the user {user} cannot run {python} ({problem}); install the "
+                              "grader's Python where every user can read it (setup.sh's venv); "
+                              "the student's code runs as root")
+    exposed = [p for p in private if os.path.exists(p) and readable_by(p, entry.pw_uid, entry.pw_gid)]
+    note = ""
+    if exposed:
+        note = (f"isolation reduced: the user {user} can read {', '.join(exposed)} "
+                "(run_autograder makes these folders private with chmod 700)")
+    return Isolation(entry.pw_uid, entry.pw_gid, note)
+
+
+@dataclass
+class Workdir:
+    """One task's folder: ``package`` (the code under test), ``harness`` (runner and probes), ``home``."""
+
+    root: str
+    package: str
+    harness: str
+    home: str
+
+
+def make_workdir(harness_files: list[str], iso: Isolation) -> Workdir:
+    """A fresh folder the child can read but not change, with a home only it can write."""
+    root = tempfile.mkdtemp(prefix="tinyattn-task-")
+    os.chmod(root, 0o755)
+    work = Workdir(root, os.path.join(root, "package"), os.path.join(root, "harness"), os.path.join(root, "home"))
+    os.mkdir(work.harness, 0o755)
+    for path in harness_files:
+        shutil.copy(path, os.path.join(work.harness, os.path.basename(path)))
+    os.mkdir(work.home, 0o700)
+    if iso.uid is not None:
+        os.chown(work.home, iso.uid, iso.gid or 0)
+    return work
+
+
+def seal(folder: str) -> None:
+    """Everything under ``folder`` readable by all and writable by its owner (the grader) only."""
+    for here, _dirs, files in os.walk(folder):
+        os.chmod(here, 0o755)
+        for name in files:
+            os.chmod(os.path.join(here, name), 0o644)
+
+
+def remove_workdir(work: Workdir) -> None:
+    """Delete a task's folder, whatever the student's code left in its home."""
+    shutil.rmtree(work.root, ignore_errors=True)
+
+
+def _kill_user(uid: int) -> int:
+    """SIGKILL every process of ``uid`` until none is left; returns how many were found."""
+    found: set[int] = set()
+    for _ in range(200):
+        alive = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{name}").st_uid != uid:
+                    continue
+                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                    if f.read().rsplit(")", 1)[-1].split()[0] == "Z":  # a zombie: dead, waiting to be reaped
+                        continue
+            except OSError:
+                continue
+            alive.append(int(name))
+        if not alive:
+            return len(found)
+        for pid in alive:
+            found.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return len(found)
+
+
+@dataclass
+class ChildRun:
+    """What came back from one child: each test's message (untrusted), the output, how the child ended."""
+
+    messages: dict[str, dict] = field(default_factory=dict)
+    output: str = ""
+    ended: str = ""  # "" when it exited normally; else what happened (timed out, killed by a signal, ...)
+    malformed: int = 0  # channel lines that were not a well-formed message
+    leftovers: int = 0  # processes of the student user still alive at the end (all killed)
+
+
+def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: Isolation,
+              python: str | None = None) -> ChildRun:
+    """Run ``tests`` (probe names) on ``work.package`` in a child; collect what it sends."""
+    read_fd, write_fd = os.pipe()
+    env = {"PATH": "/usr/bin:/bin", "HOME": work.home, "TMPDIR": work.home, "MPLCONFIGDIR": work.home,
+           "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    request = {"seed": seed, "tests": tests, "channel": write_fd, "package_root": work.package,
+               "limits": limits.rlimits(own_user=iso.uid is not None)}
+    try:
+        proc = subprocess.Popen(
+            [python or child_python(), "-I", os.path.join(work.harness, "runner.py")], cwd=work.home, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+            start_new_session=True, umask=0o077,
+            user=iso.uid, group=iso.gid, extra_groups=[] if iso.uid is not None else None)
+    finally:
+        os.close(write_fd)
+    run = ChildRun()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+        except OSError:  # the child died before reading its request
+            pass
+        output, channel, run.ended = _collect(proc, proc.stdout.fileno(), read_fd, limits)
+    finally:
+        _stop(proc)
+        if iso.uid is not None:
+            run.leftovers = max(0, _kill_user(iso.uid))
+        os.close(read_fd)
+        proc.stdout.close() if proc.stdout else None
+    if not run.ended and proc.returncode:
+        code = proc.returncode
+        run.ended = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
+                     else f"exited with status {code}")
+    run.output = output.decode("utf-8", "replace")
+    for line in channel.split(b"\n"):
+        if not line.strip():
+            continue
+        message = _message(line, set(tests))
+        if message is None:
+            run.malformed += 1
+        else:
+            run.messages.setdefault(message["test"], message)
+    return run
+
+
+def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limits) -> tuple[bytes, bytes, str]:
+    """Read the child's output and channel, each up to its cap, until both close or time is up."""
+    kept = {out_fd: bytearray(), channel_fd: bytearray()}
+    caps = {out_fd: limits.output, channel_fd: limits.channel}
+    ended, over = "", False
+    selector = selectors.DefaultSelector()
+    for fd in kept:
+        selector.register(fd, selectors.EVENT_READ)
+    deadline = time.monotonic() + limits.seconds
+    grace: float | None = None  # once the child exits, a detached process holding the pipes gets a second
+    while selector.get_map():
+        now = time.monotonic()
+        if now >= deadline:
+            ended = f"timed out after {limits.seconds:g} s"
+            break
+        if grace is None and proc.poll() is not None:
+            grace = now + 1.0
+        if grace is not None and now >= grace:
+            break
+        for key, _ in selector.select(timeout=min(0.1, deadline - now)):
+            data = os.read(key.fd, 1 << 16)
+            if not data:
+                selector.unregister(key.fd)
+                continue
+            room = caps[key.fd] - len(kept[key.fd])
+            kept[key.fd] += data[:max(room, 0)]
+            over = over or (key.fd == channel_fd and len(data) > room)
+    selector.close()
+    if over and not ended:
+        ended = f"sent more than {limits.channel} bytes of results"
+    return bytes(kept[out_fd]), bytes(kept[channel_fd]), ended
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the child's whole process group and reap the child."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait()
+
+
+_DTYPES = {"|b1", "<i8", "<i4", "<u1", "<f8", "<f4", "|u1", "|i1"}
+
+
+def _message(line: bytes, tests: set[str]) -> dict | None:
+    """One channel line as ``{"test", "arrays": {name: ndarray}}`` or ``{"test", "error": {...}}``; None if bad."""
+    import base64
+
+    import numpy as np
+
+    try:
+        raw = json.loads(line)
+        test = raw["test"]
+        if test not in tests:
+            return None
+        if "error" in raw:
+            err = raw["error"]
+            frames = [(str(f[0]), int(f[1]), str(f[2])) for f in err.get("frames", [])][-8:]
+            return {"test": test, "error": {"type": str(err["type"])[:100], "message": str(err["message"]),
+                                            "frames": frames}}
+        arrays = {}
+        for name, spec in raw["arrays"].items():
+            if spec["dtype"] not in _DTYPES:
+                return None
+            shape = tuple(int(n) for n in spec["shape"])
+            if len(shape) > 8 or any(n < 0 for n in shape):
+                return None
+            data = base64.b64decode(spec["data"], validate=True)
+            array = np.frombuffer(data, dtype=np.dtype(spec["dtype"]))
+            arrays[str(name)] = array.reshape(shape).copy()
+        return {"test": test, "arrays": arrays}
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
