@@ -233,6 +233,7 @@ def run_graded(
                 run.outcomes[t.node_id] = Outcome(True, "")
             except reference.judges.Failed as failed:
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))
+                run.log.append(f"{t.name}: failed: {failed}")
     return run
 
 
@@ -249,7 +250,7 @@ def excerpt(error: dict, redact: Callable[[str], str], limit: int = 300) -> tupl
 def feedback(test: GradedTest, message: str, trace: str, max_lines: int = 40) -> str:
     """What a student reads: the task, what the test checks, the error, then the end of the traceback."""
     lines = [f"Task {test.task}: {test.purpose}", message.strip() or "failed"]
-    trace_lines = [line for line in trace.strip().splitlines() if line.strip()]
+    trace_lines = [line for line in trace.splitlines() if line.strip()]
     if trace_lines:
         lines += ["", f"Where (last {min(max_lines, len(trace_lines))} lines):"] + trace_lines[-max_lines:]
     return "\n".join(lines)

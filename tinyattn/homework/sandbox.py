@@ -38,17 +38,15 @@ class Limits:
     seconds: float = 300.0
     memory: int = 2 << 30
     file_size: int = 16 << 20
-    processes: int = 64  # only when the child runs as the student user: the count is per user
+    processes: int = 64  # processes of the student user; as the grader's own user, this many more than it has
     output: int = 64 << 10
     channel: int = 64 << 20
 
-    def rlimits(self, own_user: bool) -> dict[str, int]:
+    def rlimits(self, as_student: bool) -> dict[str, int]:
         """The ``resource`` limits the runner sets on itself before importing the student's code."""
-        limits = {"RLIMIT_CPU": int(self.seconds) + 1, "RLIMIT_AS": self.memory, "RLIMIT_FSIZE": self.file_size,
-                  "RLIMIT_CORE": 0}
-        if own_user:
-            limits["RLIMIT_NPROC"] = self.processes
-        return limits
+        processes = self.processes if as_student else len(_processes_of(os.getuid())) + self.processes
+        return {"RLIMIT_CPU": int(self.seconds) + 1, "RLIMIT_AS": self.memory, "RLIMIT_FSIZE": self.file_size,
+                "RLIMIT_CORE": 0, "RLIMIT_NPROC": processes}
 
 
 @dataclass
@@ -171,31 +169,39 @@ def remove_workdir(work: Workdir) -> None:
     shutil.rmtree(work.root, ignore_errors=True)
 
 
-def _kill_user(uid: int) -> int:
-    """SIGKILL every process of ``uid`` until none is left; returns how many were found."""
-    found: set[int] = set()
-    for _ in range(200):
-        alive = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
+def _processes_of(uid: int) -> list[int]:
+    """The live processes of ``uid`` (from /proc; zombies, dead and waiting to be reaped, left out)."""
+    alive = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
                 continue
-            try:
-                if os.stat(f"/proc/{name}").st_uid != uid:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                if f.read().rsplit(")", 1)[-1].split()[0] == "Z":
                     continue
-                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                    if f.read().rsplit(")", 1)[-1].split()[0] == "Z":  # a zombie: dead, waiting to be reaped
-                        continue
-            except OSError:
-                continue
-            alive.append(int(name))
+        except (OSError, IndexError):
+            continue
+        alive.append(int(name))
+    return alive
+
+
+def _kill_user(uid: int) -> int:
+    """Stop, then SIGKILL, every process of ``uid`` until none is left (a stopped process cannot fork
+    again, so even a fork bomb runs out); returns how many were found."""
+    found: set[int] = set()
+    for _ in range(1000):
+        alive = _processes_of(uid)
         if not alive:
             return len(found)
-        for pid in alive:
-            found.add(pid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        found.update(alive)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive if sig == signal.SIGSTOP else _processes_of(uid):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
         time.sleep(0.01)
     return len(found)
 
@@ -219,7 +225,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
            "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     request = {"seed": seed, "tests": tests, "channel": write_fd, "package_root": work.package,
-               "limits": limits.rlimits(own_user=iso.uid is not None)}
+               "limits": limits.rlimits(as_student=iso.uid is not None)}
     try:
         proc = subprocess.Popen(
             [python or child_python(), "-I", os.path.join(work.harness, "runner.py")], cwd=work.home, env=env,
