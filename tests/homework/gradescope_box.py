@@ -38,8 +38,9 @@ def student_venv() -> str | None:
     folder = tempfile.mkdtemp(prefix="tinyattn-test-venv-")
     os.chmod(folder, 0o755)
     subprocess.run([system, "-m", "venv", "--without-pip", folder], check=True)
-    site = subprocess.run([os.path.join(folder, "bin", "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([os.path.join(folder, "bin", "python"), "-c", where], check=True, capture_output=True,
+                          text=True).stdout.strip()
     here = os.path.dirname(os.path.dirname(np.__file__))
     for name in ("numpy", "numpy.libs"):
         if os.path.isdir(os.path.join(here, name)):

@@ -1,7 +1,9 @@
 """The Gradescope zip, run as Gradescope runs it, on a fake /autograder tree."""
 
+import glob
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -10,6 +12,8 @@ import zipfile
 import pytest
 
 from tinyattn.homework import commands
+
+from .gradescope_box import Box
 
 TASKS = ["softmax_backward", "adam_step"]
 
@@ -111,3 +115,37 @@ def test_an_endless_loop_times_out_and_costs_only_its_task(assignment, tmp_path)
     manifest = json.loads((assignment / "manifest.json").read_text())
     assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
     assert all("timed out after 8 s" in t["output"] for t in results["tests"] if t["tags"] == ["adam_step"])
+
+
+def _python_310():
+    pyenv = shutil.which("pyenv")
+    root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip() if pyenv else ""
+    found = sorted(glob.glob(os.path.join(root, "versions", "3.10.*", "bin", "python3.10"))) if root else []
+    found += [p for p in ("/usr/bin/python3.10",) if os.path.exists(p)]
+    if not found:
+        if os.environ.get("TINYATTN_REQUIRE_ISOLATION") == "1":
+            pytest.fail("no Python 3.10 on this machine (pyenv versions, /usr/bin)")
+        pytest.skip("no Python 3.10 on this machine")
+    return found[-1]
+
+
+@pytest.mark.slow
+def test_setup_sh_installs_into_a_venv_on_python_3_10_and_the_grader_runs_there(assignment, tmp_path):
+    """Ubuntu 22.04's Python is 3.10, which numpy 2.3+ and matplotlib 3.11 dropped: setup.sh picks pins that exist."""
+    python = _python_310()
+    box = Box(str(assignment / "gradescope_autograder.zip"), None)
+    try:
+        setup = subprocess.run(["bash", os.path.join(box.root, "source", "setup.sh")], capture_output=True, text=True,
+                               env={**os.environ, "AUTOGRADER_ROOT": box.root, "PYTHON": python}, timeout=900)
+        assert setup.returncode == 0, setup.stdout + setup.stderr
+        venv_python = os.path.join(box.root, "venv", "bin", "python3")
+        versions = subprocess.run([venv_python, "-c", "import sys, numpy, matplotlib; print(sys.version_info[:2], "
+                                   "numpy.__version__, matplotlib.__version__)"], capture_output=True, text=True)
+        assert versions.stdout.split() == ["(3,", "10)", "2.2.6", "3.10.9"], versions.stdout + versions.stderr
+        copy_student(assignment, TASKS)(pathlib.Path(box.submission))
+        results, log = box.run()
+        assert results["score"] == sum(t["points"] for t in json.loads((assignment / "manifest.json").read_text())
+                                       ["tasks"].values())
+        assert "3.10" in subprocess.run([venv_python, "--version"], capture_output=True, text=True).stdout
+    finally:
+        box.remove()

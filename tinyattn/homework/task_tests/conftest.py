@@ -16,13 +16,16 @@ import sys
 import pytest
 
 _COPY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py")) and "TINYATTN_PACKAGE_ROOT" not in os.environ:
-    _loaded = sys.modules.get("tinyattn")
-    _where = os.path.dirname(os.path.dirname(os.path.abspath(_loaded.__file__ or ""))) if _loaded else _COPY
-    if os.path.realpath(_where) != os.path.realpath(_COPY):
-        pytest.exit(f"tinyattn was already imported from {_where}, not from this copy ({_COPY}); "
-                    f"run `python -m pytest tests` from {_COPY}", returncode=4)
+_IN_A_COPY = os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py"))
+_IN_A_COPY = _IN_A_COPY and "TINYATTN_PACKAGE_ROOT" not in os.environ  # (check sets it: a package of its own)
+if _IN_A_COPY and "tinyattn" not in sys.modules:
     sys.path.insert(0, _COPY)
+
+
+def _package_root():
+    import tinyattn
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(tinyattn.__file__)))
 
 
 def pytest_addoption(parser):
@@ -31,6 +34,13 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "task(id, points): the homework task a test grades, and its points")
+    if _IN_A_COPY and os.path.realpath(_package_root()) != os.path.realpath(_COPY):
+        pytest.exit(f"tinyattn was imported from {_package_root()}, not from this copy ({_COPY}); "
+                    f"run `python -m pytest tests` in {_COPY}", returncode=4)
+
+
+def pytest_report_header(config):
+    return f"tinyattn under test: {_package_root()}"
 
 
 def _task_of(item):
@@ -83,16 +93,9 @@ def pytest_runtest_setup(item):
 
 
 def pytest_sessionstart(session):
-    """Refuse to test a different tinyattn than the one asked for (the copy's, or TINYATTN_PACKAGE_ROOT)."""
+    """Refuse to test a different tinyattn than the one asked for (TINYATTN_PACKAGE_ROOT)."""
     expected = os.environ.get("TINYATTN_PACKAGE_ROOT")
-    if not expected and os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py")):
-        import tinyattn
-
-        got = os.path.dirname(os.path.dirname(os.path.abspath(tinyattn.__file__)))
-        if os.path.realpath(got) != os.path.realpath(_COPY):
-            pytest.exit(f"tinyattn was imported from {got}, not from this copy ({_COPY}); "
-                        f"run `python -m pytest tests` from {_COPY}", returncode=4)
-    elif expected:
+    if expected:
         import tinyattn
 
         got = os.path.dirname(os.path.dirname(os.path.abspath(tinyattn.__file__)))
