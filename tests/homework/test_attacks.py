@@ -88,27 +88,33 @@ def student_visible(results):
 
 # -- forged results ------------------------------------------------------------------------------------
 
-DETACH = """
-import builtins, os, time
-if not hasattr(builtins, "_started"):
-    builtins._started = True
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            for _ in range(400):
-                {body}
-                time.sleep(0.05)
-        os._exit(0)
-"""
+def detached(body, every=0.05, setup=""):
+    """Code that starts a process of its own session (so outside the grader's process group), which runs
+    ``body`` every ``every`` seconds for 20 s, errors and all; the grader must kill it at the end of the task."""
+    loop = textwrap.indent(textwrap.dedent(body).strip(), " " * 20)
+    return ("import builtins, os, time\n" + textwrap.dedent(setup).strip() + "\n"
+            "if not hasattr(builtins, '_started'):\n"
+            "    builtins._started = True\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        if os.fork() == 0:\n"
+            f"            for _ in range({int(20 / every)}):\n"
+            "                try:\n"
+            f"{loop}\n"
+            "                except Exception:\n"
+            "                    pass\n"
+            f"                time.sleep({every})\n"
+            "        os._exit(0)\n"
+            "return (grad_output,)\n")
 
-FORGE = ("try:\n                    open('@ROOT@/results/results.json', 'w').write('{\"score\": 1000, \"tests\": []}')"
-         "\n                except OSError:\n                    pass")
+
+FORGE = """open("@ROOT@/results/results.json", "w").write('{"score": 1000, "tests": []}')"""
 
 
 def test_a_detached_process_rewriting_results_json_after_the_grader_is_stopped(assignment):
-    results, log, _ = attack(assignment, DETACH.format(body=FORGE) + "return (grad_output,)", isolated=True)
+    results, log, _ = attack(assignment, detached(FORGE), isolated=True)
     assert_only_the_honest_task_scores(assignment, results)
-    assert re.search(r"killed [1-9]\d* process\(es\) of the student user", log)
+    assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
 def test_writing_full_marks_then_killing_the_grader_changes_nothing(assignment):
@@ -284,6 +290,7 @@ def test_the_stack_holds_no_expected_values_to_copy(assignment):
         return (found[-1],)
     """, isolated=False)
     assert_only_the_honest_task_scores(assignment, results)
+    assert "LookupError: no array of the right shape on the stack" in log
 
 
 def test_replacing_the_probe_s_checks_with_pytest_hooks_finds_no_pytest(assignment):
@@ -298,29 +305,28 @@ def test_replacing_the_probe_s_checks_with_pytest_hooks_finds_no_pytest(assignme
 
 # -- shared state between tasks ----------------------------------------------------------------------------
 
-TAKE_OVER = """
+READ_THE_REFERENCE = """
 with open(__file__) as f:
     mine = f.read()  # in this task's package, log_softmax's region holds the reference's code
-body = mine.split("class LogSoftmax")[-1].split("def backward(ctx, grad_output):")[1].split("\\n\\n")[0]
+body = mine.split("class LogSoftmax")[-1].split("def backward(")[1].split(":\\n", 1)[1].split("\\n\\n")[0]
 stub = 'raise NotImplementedError("task log_softmax_backward")'
+"""
+
+TAKE_OVER = """
 import glob
 for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/ops/softmax.py"):
-    try:
-        with open(path) as f:
-            theirs = f.read()
-        if stub in theirs:
-            with open(path, "w") as f:
-                f.write(theirs.replace("        " + stub, body.strip("\\n")))
-    except OSError:
-        pass
+    with open(path) as f:
+        theirs = f.read()
+    if stub in theirs:
+        with open(path, "w") as f:
+            f.write(theirs.replace("        " + stub, body.strip("\\n")))
 """
 
 
 def test_a_task_s_process_cannot_rewrite_a_later_task_s_package(assignment):
-    code = DETACH.format(body=textwrap.indent(TAKE_OVER.strip(), " " * 16).strip()) + "return (grad_output,)"
-    results, log, _ = attack(assignment, code, isolated=True)
+    results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True)
     assert_only_the_honest_task_scores(assignment, results)
-    assert re.search(r"killed [1-9]\d* process\(es\) of the student user", log)
+    assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
 def test_code_planted_for_later_python_processes_never_runs(assignment):
@@ -388,13 +394,13 @@ def test_a_fork_bomb_is_bounded_and_killed(assignment):
                 pass
     """, isolated=True, timeout=6)
     assert_only_the_honest_task_scores(assignment, results)
-    assert "timed out after 6 s" in log and "process(es) of the student user" in log
+    assert "timed out after 6 s" in log and "process(es) the student's code left running" in log
 
 
 def test_a_detached_sleeper_does_not_outlive_its_task(assignment):
-    results, log, _ = attack(assignment, DETACH.format(body="pass") + "return (grad_output,)", isolated=True)
+    results, log, _ = attack(assignment, detached("pass"), isolated=True)
     assert_only_the_honest_task_scores(assignment, results)
-    assert re.search(r"killed [1-9]\d* process\(es\) of the student user", log)
+    assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
 def test_asking_for_sixteen_gigabytes_fails_only_the_attacker(assignment):
@@ -462,6 +468,7 @@ def test_a_megabyte_long_error_message_is_cut_short(assignment):
 def test_bytes_that_are_not_utf8_in_a_task_file_fail_only_that_task(assignment):
     results, log, _ = attack(assignment, 'return (grad_output,)  # \udcff', isolated=False)
     assert_only_the_honest_task_scores(assignment, results)
+    assert "values differ from the reference" in log
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc")

@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             autograder = args.autograder or beside
             try:
                 _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
-                                          private=tuple(args.private))
+                                          private=tuple(args.private), adopt_orphans=True)
             except (commands.HomeworkError, MarkerError) as err:
                 if not args.gradescope:
                     raise

@@ -462,7 +462,7 @@ def _redactor(files: dict[str, list[str]], regions: dict[str, list[Region]]) -> 
 
 def grade(
     student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0,
-    private: tuple[str, ...] = (), seed: int | None = None,
+    private: tuple[str, ...] = (), seed: int | None = None, adopt_orphans: bool = False,
 ) -> tuple[dict, str]:
     """Grade each task of a submission on its own; return Gradescope's results dict and the instructor's log.
 
@@ -472,6 +472,8 @@ def grade(
     The student's code runs in a child (``sandbox.py``; as the student user when root, with
     ``private`` folders checked to be out of its reach); the verdicts are decided here. The
     results file is written before anything runs, after each task, and at the end.
+    ``adopt_orphans`` (the command line sets it) makes this process adopt and kill whatever the
+    student's code leaves running, whoever it runs as: only for a process that does nothing else.
     """
     manifest_path = os.path.join(autograder_dir, "manifest.json")
     if not os.path.isfile(manifest_path):
@@ -499,7 +501,7 @@ def grade(
         files, regions, _, chosen = load(list(data["tasks"]), marked if os.path.isdir(marked) else PACKAGE_DIR)
         tests_dir = os.path.join(autograder_dir, "tests")
         reference = Reference(tests_dir if os.path.isfile(os.path.join(tests_dir, "probes.py")) else TESTS_DIR)
-        iso = sandbox.isolation(private)
+        iso = sandbox.isolation(private, adopt_orphans=adopt_orphans)
         log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}")
         seed = secrets.randbits(31) if seed is None else seed
         log.append(f"the probes' seed: {seed}")

@@ -216,7 +216,7 @@ def run_graded(
     if child.malformed:
         run.log.append(f"{child.malformed} malformed line(s) on the results channel (ignored)")
     if child.leftovers:
-        run.log.append(f"killed {child.leftovers} process(es) of the student user left at the end")
+        run.log.append(f"killed {child.leftovers} process(es) the student's code left running")
     if child.output.strip():
         run.log.append("its output (for the instructor only):\n" + child.output.rstrip())
     for t in tests:

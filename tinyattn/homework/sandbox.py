@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 STUDENT_USER = "tinyattn-student"
 
@@ -51,11 +52,17 @@ class Limits:
 
 @dataclass
 class Isolation:
-    """Who the student's code runs as: ``uid``/``gid`` of the student user, or None (the grader's own)."""
+    """Who the student's code runs as: ``uid``/``gid`` of the student user, or None (the grader's own).
+
+    ``reap``: the grader adopts every process the child leaves (Linux's child subreaper), and
+    kills them all at the end of each task, whoever they run as. Only for a grader that runs
+    one child at a time (``grade``), since it kills every orphan it adopted.
+    """
 
     uid: int | None = None
     gid: int | None = None
     note: str = ""  # why isolation is reduced, for the instructor; "" when it is not
+    reap: bool = False
 
 
 def child_python() -> str:
@@ -85,6 +92,61 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
+def _become_subreaper() -> bool:
+    """Make this process adopt its descendants' orphans (Linux ``PR_SET_CHILD_SUBREAPER``); False elsewhere."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _orphans() -> list[int]:
+    """Live processes whose parent is this one: with the subreaper set, whatever the child left running."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.append(int(name))
+    return found
+
+
+def _kill_all(list_them: Callable[[], list[int]]) -> int:
+    """Stop, then SIGKILL, every process ``list_them()`` names until it names none (a stopped process
+    cannot fork again, so even a fork bomb runs out); returns how many were found."""
+    found: set[int] = set()
+    for _ in range(1000):
+        alive = list_them()
+        if not alive:
+            break
+        found.update(alive)
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive if sig == signal.SIGSTOP else list_them():
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        time.sleep(0.01)
+    return len(found)
+
+
+def _reap() -> None:
+    """Collect the exit status of every adopted child that has ended, so none is left a zombie."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def readable_by(path: str, uid: int, gid: int) -> bool:
     """Could ``uid`` (in group ``gid`` only) read ``path``, by the mode bits of it and every folder above?"""
 
@@ -104,16 +166,20 @@ def readable_by(path: str, uid: int, gid: int) -> bool:
     return allows(os.stat(path), 4)
 
 
-def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER) -> Isolation:
-    """Set up the student user when root; say what is reduced otherwise, or if ``private`` paths are readable."""
+def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orphans: bool = False) -> Isolation:
+    """Set up the student user when root; say what is reduced otherwise, or if ``private`` paths are readable.
+
+    ``adopt_orphans``: make this process the subreaper of what the children leave (see ``Isolation.reap``);
+    for a process that grades and does nothing else (the ``grade`` command), never a test runner."""
     if os.geteuid() != 0:
         return Isolation(note="isolation reduced: the grader is not root, so the student's code runs as the "
-                              "grader's own user and could read what the grader can (Gradescope runs as root)")
+                              "grader's own user and could read what the grader can (Gradescope runs as root)",
+                         reap=adopt_orphans and _become_subreaper())
     try:
         entry = _ensure_user(user)
     except OSError as err:
         return Isolation(note=f"isolation reduced: could not create the user {user} ({err}); "
-                              "the student's code runs as root")
+                              "the student's code runs as root", reap=adopt_orphans and _become_subreaper())
     python = child_python()
     try:
         probe = _run_as(entry.pw_uid, entry.pw_gid, [python, "-I", "-c", "import numpy"])
@@ -123,13 +189,13 @@ def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER) -> Isolat
     if problem:
         return Isolation(note=f"isolation reduced: the user {user} cannot run {python} ({problem}); install the "
                               "grader's Python where every user can read it (setup.sh's venv); "
-                              "the student's code runs as root")
+                              "the student's code runs as root", reap=adopt_orphans and _become_subreaper())
     exposed = [p for p in private if os.path.exists(p) and readable_by(p, entry.pw_uid, entry.pw_gid)]
     note = ""
     if exposed:
         note = (f"isolation reduced: the user {user} can read {', '.join(exposed)} "
                 "(run_autograder makes these folders private with chmod 700)")
-    return Isolation(entry.pw_uid, entry.pw_gid, note)
+    return Isolation(entry.pw_uid, entry.pw_gid, note, reap=adopt_orphans and _become_subreaper())
 
 
 @dataclass
@@ -187,25 +253,6 @@ def _processes_of(uid: int) -> list[int]:
     return alive
 
 
-def _kill_user(uid: int) -> int:
-    """Stop, then SIGKILL, every process of ``uid`` until none is left (a stopped process cannot fork
-    again, so even a fork bomb runs out); returns how many were found."""
-    found: set[int] = set()
-    for _ in range(1000):
-        alive = _processes_of(uid)
-        if not alive:
-            return len(found)
-        found.update(alive)
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in alive if sig == signal.SIGSTOP else _processes_of(uid):
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-        time.sleep(0.01)
-    return len(found)
-
-
 @dataclass
 class ChildRun:
     """What came back from one child: each test's message (untrusted), the output, how the child ended."""
@@ -214,7 +261,7 @@ class ChildRun:
     output: str = ""
     ended: str = ""  # "" when it exited normally; else what happened (timed out, killed by a signal, ...)
     malformed: int = 0  # channel lines that were not a well-formed message
-    leftovers: int = 0  # processes of the student user still alive at the end (all killed)
+    leftovers: int = 0  # processes the child left alive at the end (all killed)
 
 
 def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: Isolation,
@@ -246,7 +293,10 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
     finally:
         _stop(proc)
         if iso.uid is not None:
-            run.leftovers = max(0, _kill_user(iso.uid))
+            run.leftovers = _kill_all(lambda: _processes_of(iso.uid or 0))
+        if iso.reap:
+            run.leftovers += _kill_all(_orphans)
+            _reap()
         os.close(read_fd)
         proc.stdout.close() if proc.stdout else None
     if not run.ended and proc.returncode:
