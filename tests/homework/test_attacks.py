@@ -86,6 +86,20 @@ def student_visible(results):
     return "\n".join([results.get("output", "")] + [t["output"] for t in results["tests"]])
 
 
+def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(assignment, tmp_path):
+    venv = require_isolation()
+    box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
+    try:
+        student = solved_student(assignment, str(tmp_path / "work"), TASKS)
+        shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
+        results, log = box.run()
+    finally:
+        box.remove()
+    assert results["score"] == sum(info["points"] for info in manifest(assignment)["tasks"].values()) == 12
+    assert all(t["status"] == "passed" for t in results["tests"])
+    assert "the student's code runs as tinyattn-student" in log and "isolation reduced" not in log
+
+
 # -- forged results ------------------------------------------------------------------------------------
 
 def detached(body, every=0.05, setup=""):
@@ -371,6 +385,7 @@ def test_killing_every_process_in_sight_costs_only_the_attacker(assignment):
     assert "ProcessLookupError: tried to kill every process" in log
 
 
+@pytest.mark.slow  # 7 s: the grader drains all 700 MB, keeping 64 KiB
 def test_seven_hundred_megabytes_of_output_are_capped(assignment):
     results, log, _ = attack(assignment, """
         import os
@@ -384,6 +399,7 @@ def test_seven_hundred_megabytes_of_output_are_capped(assignment):
     assert "xxxx" not in student_visible(results)
 
 
+@pytest.mark.slow  # 7 s: it runs until the task's time limit
 def test_a_fork_bomb_is_bounded_and_killed(assignment):
     results, log, _ = attack(assignment, """
         import os
@@ -460,6 +476,7 @@ def test_a_megabyte_long_error_message_is_cut_short(assignment):
     for t in results["tests"]:
         assert len(t["output"]) < 2000
     assert any("more characters" in t["output"] for t in results["tests"] if t["tags"] == ["softmax_backward"])
+    assert "A" * 3000 in log  # the instructor gets the message
 
 
 # -- the grader's own robustness ---------------------------------------------------------------------------

@@ -234,6 +234,9 @@ def run_graded(
             except reference.judges.Failed as failed:
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))
                 run.log.append(f"{t.name}: failed: {failed}")
+            except Exception as err:  # arrays no judge expected (forged, say): a failed test, never a crash
+                run.outcomes[t.node_id] = Outcome(False, feedback(t, "the result could not be judged", ""))
+                run.log.append(f"{t.name}: the result could not be judged: {type(err).__name__}: {err}")
     return run
 
 

@@ -260,7 +260,8 @@ def test_adam_first_step_moves_each_weight_by_lr(seed):
     rng = _rng(seed)
     p = nn.Parameter(rng.standard_normal((3, 4)))
     start = p.detach().numpy().copy()
-    p.grad = ta.tensor(rng.standard_normal((3, 4)))
+    # |g| in [0.5, 2]: far from Adam's eps (1e-8), where the step is lr * g / (|g| + eps), not lr
+    p.grad = ta.tensor(rng.choice([-1.0, 1.0], (3, 4)) * rng.uniform(0.5, 2.0, (3, 4)))
     g = p.grad.numpy().copy()
     optim.Adam([p], lr=0.01).step()
     return {"start": start, "grad": g, "after": p.detach().numpy()}
