@@ -74,11 +74,15 @@ def earned(results, task):
     return sum(t["score"] for t in results["tests"] if t["tags"] == [task])
 
 
-def assert_only_the_honest_task_scores(assignment, results):
+def assert_only_the_honest_task_scores(assignment, results, log=""):
     points = {t: info["points"] for t, info in manifest(assignment)["tasks"].items()}
-    assert results["score"] == points["adam_step"] == earned(results, "adam_step")
+    assert results["score"] == points["adam_step"] == earned(results, "adam_step"), log[-3000:]
     assert earned(results, "softmax_backward") == 0 and earned(results, "log_softmax_backward") == 0
     assert len(results["tests"]) == sum(len(info["tests"]) for info in manifest(assignment)["tasks"].values())
+    for _ in range(20):  # a process SIGKILLed a moment ago may still be leaving /proc
+        if not student_processes():
+            break
+        time.sleep(0.1)
     assert not student_processes(), "a process of the student user outlived the grading"
 
 
@@ -127,7 +131,7 @@ FORGE = """open("@ROOT@/results/results.json", "w").write('{"score": 1000, "test
 
 def test_a_detached_process_rewriting_results_json_after_the_grader_is_stopped(assignment):
     results, log, _ = attack(assignment, detached(FORGE), isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
@@ -139,7 +143,7 @@ def test_writing_full_marks_then_killing_the_grader_changes_nothing(assignment):
         finally:
             os.kill(os.getppid(), signal.SIGKILL)
     """, isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "PermissionError" in log
 
 
@@ -156,7 +160,7 @@ def test_verdicts_forged_on_the_results_channel_are_ignored(assignment):
                 pass
         os._exit(0)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "malformed line(s) on the results channel" in log
 
 
@@ -170,7 +174,7 @@ def test_a_megabyte_of_garbage_on_the_channel_is_survived(assignment):
                 pass
         return (grad_output,)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "malformed line(s)" in log
 
 
@@ -198,7 +202,7 @@ raise PermissionError("; ".join(errors))
 
 def test_importing_the_grader_s_own_reference_is_refused_to_the_student_user(assignment, tmp_path):
     results, log, _ = attack(assignment, REFERENCE_IMPORT, isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "Permission denied" in log
     # the same submission graded with the student's code running as root does take the answers
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), None)
@@ -225,7 +229,7 @@ def test_rewriting_the_judges_where_they_lie_is_refused(assignment):
                         done.append(repr(err))
         raise RuntimeError("; ".join(done) or "found no judge (the folders could not be listed)")
     """, isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "found no judge" in log and "rewrote" not in log
 
 
@@ -271,7 +275,7 @@ def test_answers_recorded_for_one_seed_are_worthless_under_the_next(assignment, 
     replay, _ = commands.grade(student, os.path.join(assignment, "autograder"), seed=1234)
     assert earned(replay, "softmax_backward") == manifest(assignment)["tasks"]["softmax_backward"]["points"]
     results, log, _ = attack(assignment, code, isolated=False)  # each grading draws its own seed
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "LookupError: no recorded answer" in log
 
 
@@ -287,7 +291,7 @@ def test_patching_numpy_s_comparisons_in_the_student_s_process_changes_no_verdic
         numpy.testing.assert_allclose = lambda *args, **kwargs: None
         return (np.zeros_like(grad_output),)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "values differ from the reference" in log
 
 
@@ -303,7 +307,7 @@ def test_the_stack_holds_no_expected_values_to_copy(assignment):
             raise LookupError("no array of the right shape on the stack")
         return (found[-1],)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "LookupError: no array of the right shape on the stack" in log
 
 
@@ -313,7 +317,7 @@ def test_replacing_the_probe_s_checks_with_pytest_hooks_finds_no_pytest(assignme
         names = sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "conftest", "judges"))
         raise ImportError("nothing to patch: " + (", ".join(names) or "no pytest, conftest or judges loaded"))
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "no pytest, conftest or judges loaded" in log
 
 
@@ -339,7 +343,7 @@ for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/ops/softma
 
 def test_a_task_s_process_cannot_rewrite_a_later_task_s_package(assignment):
     results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
@@ -360,7 +364,7 @@ def test_code_planted_for_later_python_processes_never_runs(assignment):
                     wrote.append(repr(err))
         raise RuntimeError("; ".join(wrote))
     """, isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "Permission denied" in log and not os.path.exists(marker)
     venv = student_venv()
     site = [os.path.join(here, n) for here, _, names in os.walk(venv) for n in names if n in ("zz_attack.pth",)]
@@ -381,7 +385,7 @@ def test_killing_every_process_in_sight_costs_only_the_attacker(assignment):
                     pass
         raise ProcessLookupError("tried to kill every process")
     """, isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "ProcessLookupError: tried to kill every process" in log
 
 
@@ -394,7 +398,7 @@ def test_seven_hundred_megabytes_of_output_are_capped(assignment):
             os.write(1, chunk)
         return (grad_output,)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "x" * 1000 in log and len(log) < 1_000_000
     assert "xxxx" not in student_visible(results)
 
@@ -409,19 +413,19 @@ def test_a_fork_bomb_is_bounded_and_killed(assignment):
             except OSError:
                 pass
     """, isolated=True, timeout=6)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "timed out after 6 s" in log and "process(es) the student's code left running" in log
 
 
 def test_a_detached_sleeper_does_not_outlive_its_task(assignment):
     results, log, _ = attack(assignment, detached("pass"), isolated=True)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
 
 def test_asking_for_sixteen_gigabytes_fails_only_the_attacker(assignment):
     results, log, _ = attack(assignment, "return (np.ones(1 << 31),)", isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "MemoryError" in log
 
 
@@ -432,7 +436,7 @@ def test_filling_the_disk_is_stopped_at_the_file_size_limit(assignment):
                 f.write(b"\\0" * (1 << 20))
         return (grad_output,)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "File too large" in log  # (Python ignores SIGXFSZ, so the write fails instead)
 
 
@@ -450,7 +454,7 @@ def test_another_task_s_reference_code_raised_as_an_error_is_not_shown_to_the_st
         with open(__file__) as f:
             raise ValueError(f.read().split("class LogSoftmax")[-1])
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     visible = student_visible(results)
     lines = _reference_lines()
     assert lines and not any(line in visible for line in lines)
@@ -464,7 +468,7 @@ def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment
             print(f.read())
         return (grad_output,)
     """, isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     lines = _reference_lines()
     assert not any(line in student_visible(results) for line in lines)
     assert all(line in log for line in lines)
@@ -472,7 +476,7 @@ def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment
 
 def test_a_megabyte_long_error_message_is_cut_short(assignment):
     results, log, _ = attack(assignment, 'raise ValueError("A" * 1_000_000)', isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     for t in results["tests"]:
         assert len(t["output"]) < 2000
     assert any("more characters" in t["output"] for t in results["tests"] if t["tags"] == ["softmax_backward"])
@@ -484,7 +488,7 @@ def test_a_megabyte_long_error_message_is_cut_short(assignment):
 
 def test_bytes_that_are_not_utf8_in_a_task_file_fail_only_that_task(assignment):
     results, log, _ = attack(assignment, 'return (grad_output,)  # \udcff', isolated=False)
-    assert_only_the_honest_task_scores(assignment, results)
+    assert_only_the_honest_task_scores(assignment, results, log)
     assert "values differ from the reference" in log
 
 
