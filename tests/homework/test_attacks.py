@@ -29,6 +29,7 @@ from .gradescope_box import Box, require_isolation, solved_student, student_proc
 TASKS = ["softmax_backward", "log_softmax_backward", "adam_step"]
 SOFTMAX = os.path.join("tinyattn", "autograd", "ops", "softmax.py")
 STUB = 'raise NotImplementedError("task softmax_backward")'
+LATER_STUB = 'raise NotImplementedError("task log_softmax_backward")'
 
 
 @pytest.fixture(scope="module")
@@ -43,22 +44,26 @@ def manifest(assignment):
         return json.load(f)
 
 
-def plant(assignment, folder, code):
-    """A submission: adam_step solved, the attack in softmax_backward's region, log_softmax_backward blank."""
+def plant(assignment, folder, code, later=None):
+    """A submission: adam_step solved, the attack in softmax_backward's region, log_softmax_backward blank
+    (or holding ``later``, the attack's second half)."""
     student = solved_student(assignment, os.path.join(folder, "work"), ["adam_step"])
     path = os.path.join(student, SOFTMAX)
     with open(path, encoding="utf-8") as f:
         text = f.read()
+    for stub, region in ((LATER_STUB, later), (STUB, code)):  # (the attack may name the later stub)
+        if region is not None:
+            text = text.replace(stub, textwrap.indent(textwrap.dedent(region).strip(), " " * 8).lstrip())
     with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:  # (a lone surrogate: a raw byte)
-        f.write(text.replace(STUB, textwrap.indent(textwrap.dedent(code).strip(), " " * 8).lstrip()))
+        f.write(text)
     return student
 
 
-def attack(assignment, code, *, isolated, timeout=30):
+def attack(assignment, code, *, isolated, timeout=30, later=None):
     """Grade the attack through run_autograder; the results, the instructor's log and the box."""
     venv = require_isolation() if isolated else student_venv()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
-    student = plant(assignment, box.root + "-work", code.replace("@ROOT@", box.root))
+    student = plant(assignment, box.root + "-work", code.replace("@ROOT@", box.root), later)
     shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
     shutil.rmtree(box.root + "-work")
     try:
@@ -345,6 +350,41 @@ def test_a_task_s_process_cannot_rewrite_a_later_task_s_package(assignment):
     results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
+
+
+STASH = READ_THE_REFERENCE + """
+for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    try:
+        with open(folder + "/tinyattn-stash.txt", "w") as f:
+            f.write(body)
+    except OSError:
+        pass
+return (grad_output,)
+"""
+
+UNSTASH = """
+import textwrap
+body = None
+for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    try:
+        with open(folder + "/tinyattn-stash.txt") as f:
+            body = f.read()
+        break
+    except OSError:
+        pass
+if body is None:
+    raise FileNotFoundError("no stash left by the previous task")
+namespace = {"ctx": ctx, "grad_output": grad_output, "np": np}
+exec("def stashed():\\n" + textwrap.indent(textwrap.dedent(body), "    "), namespace)
+return namespace["stashed"]()
+"""
+
+
+def test_another_task_s_reference_stashed_in_tmp_is_gone_before_that_task_runs(assignment):
+    results, log, _ = attack(assignment, STASH, later=UNSTASH, isolated=True)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    assert "FileNotFoundError: no stash left by the previous task" in log
+    assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
 
 
 def test_code_planted_for_later_python_processes_never_runs(assignment):

@@ -217,6 +217,8 @@ def run_graded(
         run.log.append(f"{child.malformed} malformed line(s) on the results channel (ignored)")
     if child.leftovers:
         run.log.append(f"killed {child.leftovers} process(es) the student's code left running")
+    if child.removed:
+        run.log.append(f"deleted {child.removed} file(s) or IPC object(s) the student's code left in shared places")
     if child.output.strip():
         run.log.append("its output (for the instructor only):\n" + child.output.rstrip())
     for t in tests:

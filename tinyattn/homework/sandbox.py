@@ -22,6 +22,7 @@ import pwd
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 STUDENT_USER = "tinyattn-student"
+# Folders every user may write: what the student user leaves there is deleted after each task, so that
+# nothing one task's code stashes (say, another task's reference code from its package) reaches the next
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/lock")
 
 
 @dataclass
@@ -134,6 +138,44 @@ def _kill_all(list_them: Callable[[], list[int]]) -> int:
                     pass
         time.sleep(0.01)
     return len(found)
+
+
+def _remove_files_of(uid: int) -> int:
+    """Delete what ``uid`` owns in the shared folders (walking only into folders others may write, the
+    only ones it can have written in), and its System V shared memory, queues and semaphores."""
+    removed, seen = 0, set()
+    stack = [d for d in SHARED_WRITABLE if os.path.isdir(d) and not os.path.islink(d)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if info.st_uid == uid:
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(entry.path)
+                    else:
+                        os.unlink(entry.path)
+                    removed += 1
+                elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002 and (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    ipcrm = shutil.which("ipcrm", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    for kind, flag in (("shm", "-m"), ("msg", "-q"), ("sem", "-s")):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="utf-8") as f:
+                header, *rows = [line.split() for line in f if line.strip()]
+        except (OSError, ValueError):
+            continue
+        for row in rows:
+            if ipcrm and int(row[header.index("uid")]) == uid:
+                subprocess.run([ipcrm, flag, row[1]], capture_output=True)
+                removed += 1
+    return removed
 
 
 def _reap() -> None:
@@ -262,6 +304,7 @@ class ChildRun:
     ended: str = ""  # "" when it exited normally; else what happened (timed out, killed by a signal, ...)
     malformed: int = 0  # channel lines that were not a well-formed message
     leftovers: int = 0  # processes the child left alive at the end (all killed)
+    removed: int = 0  # files, folders and IPC objects of the student user left in shared places (all deleted)
 
 
 def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: Isolation,
@@ -294,6 +337,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         _stop(proc)
         if iso.uid is not None:
             run.leftovers = _kill_all(lambda: _processes_of(iso.uid or 0))
+            run.removed = _remove_files_of(iso.uid)
         if iso.reap:
             run.leftovers += _kill_all(_orphans)
             _reap()
