@@ -5,7 +5,8 @@ the attack is the code in its ``softmax_backward`` region, which the grader runs
 Each must score exactly the honest task's points (4), leave the results file as the grader
 wrote it, leave no process of the student behind, and tell the instructor (the log) what
 the code did. Attacks that need the student user (root, a Python it can run) run only where
-it can be exercised (always in CI); the others run everywhere.
+it can be exercised (always in CI); the others run everywhere. One attack of each kind runs
+with the README's test command; the rest are marked slow (CI runs them all).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def detached(body, every=0.05, setup=""):
 FORGE = """open("@ROOT@/results/results.json", "w").write('{"score": 1000, "tests": []}')"""
 
 
+@pytest.mark.slow
 def test_a_detached_process_rewriting_results_json_after_the_grader_is_stopped(assignment):
     results, log, _ = attack(assignment, detached(FORGE), isolated=True)
     assert_only_the_honest_task_scores(assignment, results, log)
@@ -169,6 +171,7 @@ def test_verdicts_forged_on_the_results_channel_are_ignored(assignment):
     assert "malformed line(s) on the results channel" in log
 
 
+@pytest.mark.slow
 def test_a_megabyte_of_garbage_on_the_channel_is_survived(assignment):
     results, log, _ = attack(assignment, """
         import os
@@ -219,6 +222,7 @@ def test_importing_the_grader_s_own_reference_is_refused_to_the_student_user(ass
     assert earned(unprotected, "softmax_backward") == manifest(assignment)["tasks"]["softmax_backward"]["points"]
 
 
+@pytest.mark.slow
 def test_rewriting_the_judges_where_they_lie_is_refused(assignment):
     results, log, _ = attack(assignment, """
         import os
@@ -265,6 +269,7 @@ def manifest_tests(task):
     return [t.name for t in commands.scan_tests(commands.TESTS_DIR) if t.task == task]
 
 
+@pytest.mark.slow
 def test_answers_recorded_for_one_seed_are_worthless_under_the_next(assignment, tmp_path):
     table = _recorded_answers(seed=1234)
     code = f"""
@@ -300,6 +305,7 @@ def test_patching_numpy_s_comparisons_in_the_student_s_process_changes_no_verdic
     assert "values differ from the reference" in log
 
 
+@pytest.mark.slow
 def test_the_stack_holds_no_expected_values_to_copy(assignment):
     results, log, _ = attack(assignment, """
         import sys
@@ -316,6 +322,7 @@ def test_the_stack_holds_no_expected_values_to_copy(assignment):
     assert "LookupError: no array of the right shape on the stack" in log
 
 
+@pytest.mark.slow
 def test_replacing_the_probe_s_checks_with_pytest_hooks_finds_no_pytest(assignment):
     results, log, _ = attack(assignment, """
         import sys
@@ -346,6 +353,7 @@ for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/ops/softma
 """
 
 
+@pytest.mark.slow
 def test_a_task_s_process_cannot_rewrite_a_later_task_s_package(assignment):
     results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True)
     assert_only_the_honest_task_scores(assignment, results, log)
@@ -387,6 +395,7 @@ def test_another_task_s_reference_stashed_in_tmp_is_gone_before_that_task_runs(a
     assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
 
 
+@pytest.mark.slow
 def test_code_planted_for_later_python_processes_never_runs(assignment):
     marker = f"/tmp/tinyattn-attack-ran-{os.getpid()}"
     results, log, _ = attack(assignment, f"""
@@ -414,6 +423,7 @@ def test_code_planted_for_later_python_processes_never_runs(assignment):
 # -- denial -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_killing_every_process_in_sight_costs_only_the_attacker(assignment):
     results, log, _ = attack(assignment, """
         import os, signal
@@ -457,6 +467,7 @@ def test_a_fork_bomb_is_bounded_and_killed(assignment):
     assert "timed out after 6 s" in log and "process(es) the student's code left running" in log
 
 
+@pytest.mark.slow
 def test_a_detached_sleeper_does_not_outlive_its_task(assignment):
     results, log, _ = attack(assignment, detached("pass"), isolated=True)
     assert_only_the_honest_task_scores(assignment, results, log)
@@ -469,6 +480,7 @@ def test_asking_for_sixteen_gigabytes_fails_only_the_attacker(assignment):
     assert "MemoryError" in log
 
 
+@pytest.mark.slow
 def test_filling_the_disk_is_stopped_at_the_file_size_limit(assignment):
     results, log, _ = attack(assignment, """
         with open("big.bin", "wb") as f:
@@ -502,6 +514,7 @@ def test_another_task_s_reference_code_raised_as_an_error_is_not_shown_to_the_st
     assert all(line in log for line in lines)  # the instructor sees everything
 
 
+@pytest.mark.slow
 def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment):
     results, log, _ = attack(assignment, """
         with open(__file__) as f:
@@ -514,6 +527,7 @@ def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment
     assert all(line in log for line in lines)
 
 
+@pytest.mark.slow
 def test_a_megabyte_long_error_message_is_cut_short(assignment):
     results, log, _ = attack(assignment, 'raise ValueError("A" * 1_000_000)', isolated=False)
     assert_only_the_honest_task_scores(assignment, results, log)
@@ -526,6 +540,7 @@ def test_a_megabyte_long_error_message_is_cut_short(assignment):
 # -- the grader's own robustness ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bytes_that_are_not_utf8_in_a_task_file_fail_only_that_task(assignment):
     results, log, _ = attack(assignment, 'return (grad_output,)  # \udcff', isolated=False)
     assert_only_the_honest_task_scores(assignment, results, log)
