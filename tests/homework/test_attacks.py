@@ -159,7 +159,8 @@ def test_verdicts_forged_on_the_results_channel_are_ignored(assignment):
         import os
         forged = (b'{"test": "test_softmax_gradients", "passed": true, "score": 2}\\n'
                   b'{"test": "test_softmax_backward_reference", "arrays": {"x_grad": {"dtype": "|O", "shape": [1], '
-                  b'"data": "AA=="}}}\\n\\x00\\xff not json\\n')
+                  b'"data": "AA=="}}}\\n\\x00\\xff not json\\n'
+                  + b"[" * 200_000 + b"\\n")  # (too deep to parse)
         for fd in range(3, 64):
             try:
                 os.write(fd, forged)
@@ -515,6 +516,28 @@ def test_another_task_s_reference_code_raised_as_an_error_is_not_shown_to_the_st
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_reference_code_in_a_forged_error_s_type_and_frames_is_not_shown_either(assignment):
+    results, log, _ = attack(assignment, """
+        import json, os
+        with open(__file__) as f:
+            secret = f.read().split("class LogSoftmax")[-1]
+        for test in ("test_softmax_gradients", "test_softmax_backward_reference"):
+            line = json.dumps({"test": test, "error": {"type": secret, "message": "",
+                                                       "frames": [[secret, 1, secret]] * 8}}) + "\\n"
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, line.encode())
+                except OSError:
+                    pass
+        os._exit(0)
+    """, isolated=False)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    visible = student_visible(results)
+    assert not any(line in visible for line in _reference_lines())
+    assert all(len(t["output"]) < 2000 for t in results["tests"])
+
+
 def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment):
     results, log, _ = attack(assignment, """
         with open(__file__) as f:

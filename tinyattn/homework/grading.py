@@ -248,8 +248,13 @@ def excerpt(error: dict, redact: Callable[[str], str], limit: int = 300) -> tupl
     text = redact(error["message"].strip())
     if len(text) > limit:
         text = text[:limit] + f" [... {len(text) - limit} more characters]"
-    where = "\n".join(f"  {path}, line {line}, in {name}" for path, line, name in error["frames"])
-    return f"your code raised {error['type']}: {text}", where
+
+    def short(part: object, most: int = 80) -> str:  # the child sent these too: as untrusted as the message
+        part = redact(str(part))
+        return part if len(part) <= most else part[:most] + "..."
+
+    where = "\n".join(f"  {short(path)}, line {line}, in {short(name)}" for path, line, name in error["frames"])
+    return f"your code raised {short(error['type'])}: {text}", where
 
 
 def feedback(test: GradedTest, message: str, trace: str, max_lines: int = 40) -> str:
