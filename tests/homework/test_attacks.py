@@ -538,6 +538,19 @@ def test_reference_code_in_a_forged_error_s_type_and_frames_is_not_shown_either(
     assert all(len(t["output"]) < 2000 for t in results["tests"])
 
 
+def test_the_child_holds_no_other_task_s_probes_and_shows_no_hidden_probe(assignment):
+    results, log, _ = attack(assignment, """
+        import sys
+        with open(sys.modules["probes"].__file__) as f:
+            raise ValueError("@task(" + f.read().split("\\n@task(", 1)[1])  # the graded probes it was given
+    """, isolated=False)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    assert "def test_softmax_backward_reference" in log  # its own task's probes, hidden one included, it has
+    assert "test_adam_step_reference" not in log and "test_mha_gradients" not in log  # no other task's
+    assert "test_softmax_backward_reference" not in student_visible(results).split("Task ")[0]
+    assert "def test_softmax_backward_reference" not in student_visible(results)
+
+
 def test_reference_code_printed_to_stdout_reaches_only_the_instructor(assignment):
     results, log, _ = attack(assignment, """
         with open(__file__) as f:

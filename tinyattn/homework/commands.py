@@ -447,10 +447,13 @@ class ResultsFile:
         return results
 
 
-def _redactor(files: dict[str, list[str]], regions: dict[str, list[Region]]) -> Callable[[str], str]:
-    """A function that removes every line of reference code (any task's region) from a text."""
-    secret = sorted({line.strip() for rs in regions.values() for r in rs for line in files[r.path][r.begin + 1:r.end]
-                     if len(line.strip()) >= 8 and not line.strip().startswith("#")}, key=len, reverse=True)
+def _redactor(
+    files: dict[str, list[str]], regions: dict[str, list[Region]], more: tuple[str, ...] = ()
+) -> Callable[[str], str]:
+    """A function that removes every line of reference code (any task's region), and the lines ``more``, from a text."""
+    lines = [line.strip() for rs in regions.values() for r in rs for line in files[r.path][r.begin + 1:r.end]]
+    secret = sorted({line for line in lines + [m.strip() for m in more]
+                     if len(line) >= 8 and not line.startswith("#")}, key=len, reverse=True)
 
     def redact(text: str) -> str:
         for line in secret:
@@ -508,7 +511,7 @@ def grade(
         reading = read_submission(package_root, files, regions, set(chosen))
         if reading.outside:
             sheet.output.append("Not graded (edits outside the task regions):\n" + "\n".join(reading.outside))
-        limits, redact = sandbox.Limits(seconds=timeout), _redactor(files, regions)
+        limits, redact = sandbox.Limits(seconds=timeout), _redactor(files, regions, tuple(reference.hidden_lines()))
         for task, info in data["tasks"].items():
             given = package_for(task, regions, reading)
 

@@ -25,7 +25,6 @@ from typing import Callable
 from . import sandbox
 
 PROBES_FILE = "probes.py"
-HARNESS = ("runner.py", "probes.py")  # what the child gets besides the package
 
 
 @dataclass
@@ -168,9 +167,29 @@ class Reference:
     """The reference's result of each probe, per seed, computed in this process by its own tinyattn."""
 
     def __init__(self, tests_dir: str):
+        self.tests_dir = tests_dir
         self.probes = load_module(tests_dir, "probes")
         self.judges = load_module(tests_dir, "judges")
         self._cache: dict[tuple[str, int], dict] = {}
+        with open(os.path.join(tests_dir, PROBES_FILE), encoding="utf-8") as f:
+            self._lines = f.read().split("\n")
+        self._spans: dict[str, tuple[int, int, bool]] = {}  # graded probe -> (first line, end, hidden)
+        for node in ast.parse("\n".join(self._lines)).body:  # (here, once: ast.parse is not thread-safe)
+            if isinstance(node, ast.FunctionDef):
+                marker = next((m for m in map(_task_marker, node.decorator_list) if m), None)
+                if marker is not None:
+                    first = min(d.lineno for d in node.decorator_list) - 1
+                    self._spans[node.name] = (first, node.end_lineno or node.lineno, marker[2])
+
+    def probes_for(self, tests: list[str]) -> str:
+        """``probes.py`` with only ``tests``'s probes: the child grading one task sees no other task's."""
+        dropped = sorted((a, b) for name, (a, b, _) in self._spans.items() if name not in tests)
+        keep = [line for i, line in enumerate(self._lines) if not any(a <= i < b for a, b in dropped)]
+        return "\n".join(keep)
+
+    def hidden_lines(self) -> list[str]:
+        """The lines of the hidden probes' bodies, which feedback must never show."""
+        return [self._lines[i].strip() for a, b, hidden in self._spans.values() if hidden for i in range(a, b)]
 
     def values(self, test: str, seed: int) -> dict:
         """``{name: array}`` the reference's ``test`` returns for ``seed``."""
@@ -201,9 +220,10 @@ def run_graded(
     redact: Callable[[str], str] = lambda text: text,
 ) -> TaskRun:
     """Grade ``tests`` on the package ``write(folder)`` puts in a fresh folder: probes in a child, verdicts here."""
-    harness = [os.path.join(os.path.dirname(reference.probes.__file__ or ""), name) for name in HARNESS]
-    work = sandbox.make_workdir(harness, iso)
+    work = sandbox.make_workdir([os.path.join(reference.tests_dir, "runner.py")], iso)
     try:
+        with open(os.path.join(work.harness, PROBES_FILE), "w", encoding="utf-8") as f:
+            f.write(reference.probes_for([t.name for t in tests]))
         write(work.package)
         sandbox.seal(work.package)
         sandbox.seal(work.harness)
