@@ -250,8 +250,9 @@ def run_graded(
             run.outcomes[t.node_id] = Outcome(False, feedback(t, *excerpt(message["error"], redact)))
             run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
         else:
+            want = reference.values(t.name, seed)  # (the reference failing is the grader's failure, not the test's)
             try:
-                reference.judges.judge(t.name, message["arrays"], reference.values(t.name, seed))
+                reference.judges.judge(t.name, message["arrays"], want)
                 run.outcomes[t.node_id] = Outcome(True, "")
             except reference.judges.Failed as failed:
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))

@@ -252,7 +252,10 @@ class Workdir:
 
 def make_workdir(harness_files: list[str], iso: Isolation) -> Workdir:
     """A fresh folder the child can read but not change, with a home only it can write."""
-    root = tempfile.mkdtemp(prefix="tinyattn-task-")
+    base = tempfile.gettempdir()
+    if iso.uid is not None and not readable_by(base, iso.uid, iso.gid or 0):  # (a TMPDIR the student cannot reach)
+        base = "/tmp"
+    root = tempfile.mkdtemp(prefix="tinyattn-task-", dir=base)
     os.chmod(root, 0o755)
     work = Workdir(root, os.path.join(root, "package"), os.path.join(root, "harness"), os.path.join(root, "home"))
     os.mkdir(work.harness, 0o755)
