@@ -22,6 +22,9 @@ B3 = R.standard_normal((2, 3, 4))
 I = R.integers(-3, 4, (3, 4))  # noqa: E741
 M = R.random((3, 4)) > 0.5
 N = R.random((3, 4)) > 0.5
+T = R.integers(0, 3, 200)  # many ties: a stable sort's order is defined, an unstable one's is not
+L = R.standard_normal(20)
+NAN = np.array([math.nan, 1.0, 2.0])
 
 # name: (inputs, call). Float inputs require grad; ``call(lib, *tensors)`` returns a tensor, a tuple, or a value.
 CASES = {
@@ -223,6 +226,31 @@ CASES = {
     "from_numpy": ([], lambda lib: (lib.from_numpy(np.arange(3)), lib.from_numpy(np.ones(2, np.float32)))),
     "as_tensor": ([], lambda lib: (lib.as_tensor([1.0, 2.0]), lib.as_tensor(np.arange(3), dtype=lib.float64),
                                   lib.as_tensor(np.ones(2)), lib.as_tensor(lib.ones(2), dtype=lib.float64))),
+    # each optional argument passed on, and each default as torch's
+    "add_alpha_2": ([X, P], lambda lib, a, b: lib.add(a, b, alpha=2)),
+    "sub_alpha_2": ([X, P], lambda lib, a, b: lib.sub(a, b, alpha=2)),
+    "div_trunc_promotes": ([], lambda lib: (
+        lib.div(lib.tensor([7.5, -7.5], dtype=lib.float32), lib.tensor([2.0, 2.0], dtype=lib.float64),
+                rounding_mode="trunc"),
+        lib.div(lib.tensor([7.5, -7.5], dtype=lib.float64), lib.tensor([2.0, 2.0], dtype=lib.float32),
+                rounding_mode="trunc"))),
+    "tril_triu_default": ([X], lambda lib, x: (lib.tril(x), lib.triu(x))),
+    "mean_keepdim_dtype": ([B3], lambda lib, x: lib.mean(x.float(), 1, keepdim=True, dtype=lib.float64)),
+    "amax_amin_keepdim": ([X], lambda lib, x: (lib.amax(x, 1, keepdim=True), lib.amin(x, 0))),
+    "max_min_keepdim": ([X], lambda lib, x: (*lib.max(x, 0, keepdim=True), *lib.min(x, 1, True), *lib.min(x, 1))),
+    "std_default_keepdim": ([B3], lambda lib, x: (lib.std(x, 1), lib.std(x, 2, keepdim=True))),
+    "norm_fn_dtype_keepdim": ([X], lambda lib, x: (lib.norm(x.float(), dtype=lib.float64), lib.norm(x, 2, 1, True))),
+    "argmax_argmin_keepdim": ([X], lambda lib, x: (lib.argmax(x, 1, keepdim=True), lib.argmin(x, 0, True))),
+    "sort_stable_ties": ([T], lambda lib, t: tuple(lib.sort(t, stable=True))),
+    "sort_descending_stable_ties": ([T], lambda lib, t: tuple(lib.sort(t, dim=0, descending=True, stable=True))),
+    "argsort_default": ([X], lambda lib, x: lib.argsort(x)),
+    "argsort_stable_ties": ([T], lambda lib, t: lib.argsort(t, stable=True)),
+    "topk_default_sorted": ([L], lambda lib, x: tuple(lib.topk(x, 7))),
+    "allclose_isclose_nan_default": ([NAN], lambda lib, x: (lib.allclose(x, x), lib.isclose(x, x))),
+    "isclose_every_argument": ([NAN], lambda lib, x: lib.isclose(x, x + 0.3, 0.0, 0.5, True)),
+    "flatten_default_and_end": ([B3], lambda lib, x: (lib.flatten(x), lib.flatten(x, 0, 1))),
+    "squeeze_one_of_two": ([X], lambda lib, x: lib.squeeze(x.reshape(1, 3, 1, 4), 2)),
+    "unbind_fn_default": ([B3], lambda lib, x: lib.unbind(x)),
     "constants": ([], lambda lib: (lib.inf, lib.pi, lib.e, lib.finfo(lib.float32).eps, lib.finfo(lib.float64).max,
                                   lib.iinfo(lib.int32).max, lib.iinfo(lib.uint8).min, lib.finfo(lib.half).tiny)),
 }
@@ -314,3 +342,15 @@ def test_a_list_for_input_is_refused_naming_the_function_as_torch(name):
     # norm an AttributeError from inside; ours is the one message
     with pytest.raises((TypeError, AttributeError)):
         getattr(torch, name)(*args)
+
+
+@pytest.mark.parametrize(("name", "good", "bad"), [("mm", (3, 4), (4,)), ("bmm", (2, 3, 4), (4, 5)),
+                                                   ("bmm", (2, 3, 4), (3, 4, 5)), ("dot", (4,), (4, 1)),
+                                                   ("outer", (4,), (4, 1))])
+def test_a_wrong_second_operand_alone_is_refused_as_torch_refuses_it(name, good, bad):
+    with pytest.raises(RuntimeError):
+        getattr(torch, name)(torch.zeros(*good), torch.zeros(*bad))
+    with pytest.raises(RuntimeError, match=rf"^{name}: expected"):
+        getattr(ta, name)(ta.zeros(*good), ta.zeros(*bad))
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument"):  # a list for the second: named too
+        getattr(ta, name)(ta.zeros(*good), [1.0])
