@@ -61,7 +61,7 @@ class TensorAPI:
 
     # -- in place: torch's trailing underscore, x[i] = v, and += -= *= /= ----------------------
 
-    def _in_place(self: Tensor, op: str, fn: Any, *args: Any, cast: builtins.bool = False, **kwargs: Any) -> Tensor:
+    def _in_place(self: Tensor, op: str, fn: Any, *args: Any, **kwargs: Any) -> Tensor:
         """Make ``fn(self, *args)`` this tensor's value, as torch's in-place ops do; return the tensor.
 
         Outside a graph (grad mode off, or nothing involved requires grad) the result is written into
@@ -79,7 +79,7 @@ class TensorAPI:
             raise RuntimeError(f"{op}: an in-place change to a view ({self._grad_fn.name}'s output) inside the graph "
                                "is not supported here; clone() it first, or make the change under no_grad")
         result = fn.apply(self, *args, **kwargs)
-        if not cast and not np.can_cast(result.dtype, self.dtype, casting="same_kind"):
+        if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):  # (copies and fills cast: always can)
             raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type "
                                f"{self.dtype}")
         if self._grad_fn is not None:
@@ -126,15 +126,15 @@ class TensorAPI:
 
     def copy_(self: Tensor, src: Any, non_blocking: builtins.bool = False) -> Tensor:
         """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor, in place."""
-        return self._in_place("copy_", Copy, src if hasattr(src, "gradient_edge") else np.asarray(src), cast=True)
+        return self._in_place("copy_", Copy, src if hasattr(src, "gradient_edge") else np.asarray(src))
 
     def fill_(self: Tensor, value: Any) -> Tensor:
         """Set every element to ``value``, in place."""
-        return self._in_place("fill_", Copy, value, cast=True)
+        return self._in_place("fill_", Copy, value)
 
     def zero_(self: Tensor) -> Tensor:
         """Set every element to 0, in place."""
-        return self._in_place("zero_", Copy, 0, cast=True)
+        return self._in_place("zero_", Copy, 0)
 
     def uniform_(self: Tensor, *bounds: builtins.float, generator: Any = None, **names: builtins.float) -> Tensor:
         """Fill with samples from the uniform distribution on ``[from, to)`` (default [0, 1)), in place.
@@ -151,13 +151,13 @@ class TensorAPI:
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
         values = _rng("uniform_", generator).uniform(low, high, self.shape)
-        return self._in_place("uniform_", Copy, values, cast=True)
+        return self._in_place("uniform_", Copy, values)
 
     def normal_(self: Tensor, mean: builtins.float = 0, std: builtins.float = 1, *, generator: Any = None) -> Tensor:
         """Fill with samples from the normal distribution ``N(mean, std**2)``, in place."""
         from .creation import _rng
 
-        return self._in_place("normal_", Copy, _rng("normal_", generator).normal(mean, std, self.shape), cast=True)
+        return self._in_place("normal_", Copy, _rng("normal_", generator).normal(mean, std, self.shape))
 
     def __setitem__(self: Tensor, index: Any, value: Any) -> None:
         """``x[index] = value`` (basic, advanced and bool-mask indexes): in place; in a graph ``value`` gets
@@ -165,7 +165,7 @@ class TensorAPI:
         from .tensor import _plain_index
 
         value = value if hasattr(value, "gradient_edge") else np.asarray(value)
-        self._in_place("__setitem__", SetItem, value, index=_plain_index(index), cast=True)
+        self._in_place("__setitem__", SetItem, value, index=_plain_index(index))
 
     def __iadd__(self: Tensor, other: Any) -> Tensor:
         return self.add_(other)
