@@ -1,0 +1,85 @@
+"""What ``Function.apply`` and ``Node.backward`` promise a user who writes an op, and the version checks
+behind views: each as torch behaves (torch is the oracle where it runs)."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.autograd import Function
+
+
+class TwoGradients(Function):
+    """A one-input op whose backward returns two gradients: a bug the engine must name."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2, grad_output
+
+
+class Float64Gradient(Function):
+    """A float32 op whose backward returns a float64 gradient: a bug the engine must name."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (grad_output.astype(np.float64) * 2,)
+
+
+def test_a_backward_returning_too_many_gradients_is_refused_with_the_count():
+    x = ta.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^TwoGradients.backward returned 2 gradients for 1 inputs"):
+        TwoGradients.apply(x).backward(ta.ones(3))
+
+
+def test_a_backward_returning_a_gradient_of_another_dtype_is_refused():
+    x = ta.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"dtype float64 for input 0, which has shape \(3,\) and dtype float32"):
+        Float64Gradient.apply(x).backward(ta.ones(3))
+
+
+def test_an_overwritten_output_a_backward_needs_is_named_in_the_refusal():
+    x = ta.ones(3, requires_grad=True)
+    y = x.exp()  # exp's backward reads its output
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"\[the output of Exp of shape \(3,\)\] is at version"):
+        y.backward(ta.ones(3))
+
+
+def test_a_view_of_a_view_shares_its_root_s_version_counter():
+    torch = pytest.importorskip("torch")
+    for lib in (ta, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        a = x * 1
+        v = a[0][1:]  # a view of a view: its version is a's
+        w = v * v  # saves v
+        with lib.no_grad():
+            a.mul_(3.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            w.backward(lib.ones(2))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "sum", "mean", "amax", "unsqueeze_back"])
+def test_dim_minus_one_of_a_zero_d_tensor_is_its_only_dim_as_in_torch(op):
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(2.5, requires_grad=True)
+        out = {"softmax": x.softmax, "log_softmax": x.log_softmax, "sum": x.sum, "mean": x.mean, "amax": x.amax,
+               "unsqueeze_back": x.unsqueeze}[op](-1)
+        out.backward(lib.ones_like(out))
+        results.append((tuple(out.shape), float(out.detach().reshape(-1)[0]), float(x.grad)))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_extremes_of_a_zero_d_tensor_along_dim_minus_one_are_index_zero_as_in_torch(op):
+    torch = pytest.importorskip("torch")
+    ours, theirs = getattr(ta.tensor(2.5), op)(-1), getattr(torch.tensor(2.5), op)(-1)
+    assert ours.item() == theirs.item() == 0 and ours.shape == tuple(theirs.shape) == ()
