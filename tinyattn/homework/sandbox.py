@@ -9,9 +9,11 @@ results on. Its stdout and stderr are kept up to a cap, for the instructor only.
 **Who the child is.** When the grader runs as root (Gradescope does), the child runs as
 ``tinyattn-student``, a user with no home and no login, created on first use. It cannot
 read what the grader keeps private (``run_autograder`` makes those folders 0700) nor write
-anything of the grader's; at the end of each task every process of that user is killed,
-including any that detached themselves. Not as root, the child runs as the grader's own
-user: grading works, and ``Isolation.note`` says what is lost.
+anything of the grader's. At the end of each task every process of that user is killed,
+including any that detached themselves, and what it left in the folders every user may
+write is deleted. Not as root, the child runs as the grader's own user: grading works, the
+grader still kills what the child left running (it adopts it, as Linux's child subreaper),
+and ``Isolation.note`` says what is lost.
 """
 
 from __future__ import annotations
