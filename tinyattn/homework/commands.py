@@ -425,7 +425,9 @@ class ResultsFile:
         self.graded: dict[str, list[dict]] = {}
         self.output: list[str] = []
 
-    def results(self, pending: str = "not graded: the grader stopped before this task") -> dict:
+    STOPPED = "not graded: the grader stopped before this task"
+
+    def results(self, pending: str = STOPPED) -> dict:
         """The results dict: graded tasks as graded, the others failed with ``pending``."""
         tests = []
         for task, info in self.tasks.items():
@@ -435,7 +437,7 @@ class ResultsFile:
             results["output"] = "\n".join(self.output)
         return results
 
-    def write(self, pending: str = "not graded: the grader stopped before this task") -> dict:
+    def write(self, pending: str = STOPPED) -> dict:
         """Write the results (atomically: a half-written file is never left) and return them."""
         results = self.results(pending)
         if self.path:
@@ -520,8 +522,8 @@ def grade(
 
             task_tests = [GradedTest(**t) for t in info["tests"]]
             run = run_graded(write, task_tests, reference, seed=seed, limits=limits, iso=iso, redact=redact)
-            entries = [_test_entry(task, t, run.outcomes[GradedTest(**t).node_id].passed,
-                                   run.outcomes[GradedTest(**t).node_id].output) for t in info["tests"]]
+            outcomes = [run.outcomes[g.node_id] for g in task_tests]
+            entries = [_test_entry(task, t, o.passed, o.output) for t, o in zip(info["tests"], outcomes)]
             sheet.graded[task] = entries
             sheet.write()
             log += [f"{task}: {line}" for line in run.log]

@@ -18,6 +18,7 @@ and ``Isolation.note`` says what is lost.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
@@ -30,7 +31,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
+
+import numpy as np
 
 STUDENT_USER = "tinyattn-student"
 # Folders every user may write: what the student user leaves there is deleted after each task, so that
@@ -108,19 +111,31 @@ def _become_subreaper() -> bool:
         return False
 
 
+def _live_processes() -> Iterator[tuple[int, int, int]]:
+    """``(pid, uid, parent pid)`` of every live process, from /proc (zombies, dead and waiting to be
+    reaped, left out; a process that ends while it is read is skipped)."""
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not name.isdigit():
+            continue
+        try:
+            uid = os.stat(f"/proc/{name}").st_uid
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
+                state, parent = f.read().rsplit(")", 1)[-1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if state != "Z":
+            yield int(name), uid, int(parent)
+
+
+def _processes_of(uid: int) -> list[int]:
+    """The live processes of ``uid``."""
+    return [pid for pid, owner, _ in _live_processes() if owner == uid]
+
+
 def _orphans() -> list[int]:
     """Live processes whose parent is this one: with the subreaper set, whatever the child left running."""
-    me, found = os.getpid(), []
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                    fields = f.read().rsplit(")", 1)[-1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me and fields[0] != "Z":
-                found.append(int(name))
-    return found
+    me = os.getpid()
+    return [pid for pid, _, parent in _live_processes() if parent == me]
 
 
 def _kill_all(list_them: Callable[[], list[int]]) -> int:
@@ -282,24 +297,6 @@ def remove_workdir(work: Workdir) -> None:
     shutil.rmtree(work.root, ignore_errors=True)
 
 
-def _processes_of(uid: int) -> list[int]:
-    """The live processes of ``uid`` (from /proc; zombies, dead and waiting to be reaped, left out)."""
-    alive = []
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                if f.read().rsplit(")", 1)[-1].split()[0] == "Z":
-                    continue
-        except (OSError, IndexError):
-            continue
-        alive.append(int(name))
-    return alive
-
-
 @dataclass
 class ChildRun:
     """What came back from one child: each test's message (untrusted), the output, how the child ended."""
@@ -411,10 +408,6 @@ _DTYPES = {"|b1", "<i8", "<i4", "<u1", "<f8", "<f4", "|u1", "|i1"}
 
 def _message(line: bytes, tests: set[str]) -> dict | None:
     """One channel line as ``{"test", "arrays": {name: ndarray}}`` or ``{"test", "error": {...}}``; None if bad."""
-    import base64
-
-    import numpy as np
-
     try:
         raw = json.loads(line)
         test = raw["test"]
