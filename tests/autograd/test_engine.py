@@ -1,4 +1,5 @@
-"""The backward engine: accumulation, node reuse, deep graphs, grad mode, graph release, shape guard."""
+"""The backward engine: accumulation, node reuse, deep graphs, grad mode, graph release, the guard on what
+each backward returns (count, shape, dtype)."""
 
 import numpy as np
 import pytest
@@ -93,20 +94,23 @@ def test_saved_arrays_released_after_backward():
     assert node.released and node.ctx is None
 
 
-class WrongShape(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return (g.sum(axis=0),)  # bug: drops a dim
+def buggy_op(name, backward):
+    """A doubling op called ``name`` whose ``backward`` has a bug the engine's guard must name."""
+    return type(name, (Function,), {"forward": staticmethod(lambda ctx, x: x * 2), "backward": staticmethod(backward)})
 
 
-def test_shape_guard_names_op_and_shapes():
-    x = ta.ones(2, 3, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"WrongShape.backward .* shape \(3,\) .* shape \(2, 3\)"):
-        WrongShape.apply(x).sum().backward()
+@pytest.mark.parametrize(("name", "backward", "shape", "message"), [
+    ("WrongShape", lambda ctx, g: (g.sum(axis=0),), (2, 3),  # drops a dim
+     r"WrongShape.backward .* shape \(3,\) .* shape \(2, 3\)"),
+    ("TwoGradients", lambda ctx, g: (g * 2, g), (3,),  # one input, two gradients
+     r"^TwoGradients.backward returned 2 gradients for 1 inputs"),
+    ("Float64Gradient", lambda ctx, g: (g.astype(np.float64) * 2,), (3,),  # float32 input, float64 gradient
+     r"dtype float64 for input 0, which has shape \(3,\) and dtype float32"),
+])
+def test_the_guard_names_the_op_and_what_its_backward_got_wrong(name, backward, shape, message):
+    x = ta.ones(*shape, requires_grad=True)
+    with pytest.raises(RuntimeError, match=message):
+        buggy_op(name, backward).apply(x).sum().backward()
 
 
 class Square(Function):
