@@ -111,36 +111,36 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _live_processes() -> Iterator[tuple[int, int, int]]:
-    """``(pid, uid, parent pid)`` of every live process, from /proc (zombies, dead and waiting to be
-    reaped, left out; a process that ends while it is read is skipped)."""
+def _live_processes() -> Iterator[tuple[int, int, int, int]]:
+    """``(pid, uid, parent pid, process group)`` of every live process, from /proc (zombies, dead and
+    waiting to be reaped, left out; a process that ends while it is read is skipped)."""
     for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not name.isdigit():
             continue
         try:
             uid = os.stat(f"/proc/{name}").st_uid
             with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as f:
-                state, parent = f.read().rsplit(")", 1)[-1].split()[:2]
+                state, parent, group = f.read().rsplit(")", 1)[-1].split()[:3]
         except (OSError, ValueError):
             continue
         if state != "Z":
-            yield int(name), uid, int(parent)
+            yield int(name), uid, int(parent), int(group)
 
 
 def _processes_of(uid: int) -> list[int]:
     """The live processes of ``uid``."""
-    return [pid for pid, owner, _ in _live_processes() if owner == uid]
+    return [pid for pid, owner, _, _ in _live_processes() if owner == uid]
 
 
 def _orphans() -> list[int]:
     """Live processes whose parent is this one: with the subreaper set, whatever the child left running."""
     me = os.getpid()
-    return [pid for pid, _, parent in _live_processes() if parent == me]
+    return [pid for pid, _, parent, _ in _live_processes() if parent == me]
 
 
-def _kill_all(list_them: Callable[[], list[int]]) -> int:
+def _kill_all(list_them: Callable[[], list[int]]) -> set[int]:
     """Stop, then SIGKILL, every process ``list_them()`` names until it names none (a stopped process
-    cannot fork again, so even a fork bomb runs out); returns how many were found."""
+    cannot fork again, so even a fork bomb runs out); returns the ones found."""
     found: set[int] = set()
     for _ in range(1000):
         alive = list_them()
@@ -154,7 +154,7 @@ def _kill_all(list_them: Callable[[], list[int]]) -> int:
                 except OSError:
                     pass
         time.sleep(0.01)
-    return len(found)
+    return found
 
 
 def _remove_files_of(uid: int) -> int:
@@ -336,13 +336,14 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
             pass
         output, channel, run.ended = _collect(proc, proc.stdout.fileno(), read_fd, limits)
     finally:
-        _stop(proc)
+        left = _stop(proc)
         if iso.uid is not None:
-            run.leftovers = _kill_all(lambda: _processes_of(iso.uid or 0))
+            left |= _kill_all(lambda: _processes_of(iso.uid or 0))
             run.removed = _remove_files_of(iso.uid)
         if iso.reap:
-            run.leftovers += _kill_all(_orphans)
+            left |= _kill_all(_orphans)
             _reap()
+        run.leftovers = len(left)
         os.close(read_fd)
         proc.stdout.close() if proc.stdout else None
     if not run.ended and proc.returncode:
@@ -394,13 +395,15 @@ def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limit
     return bytes(kept[out_fd]), bytes(kept[channel_fd]), ended
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Kill the child's whole process group and reap the child."""
+def _stop(proc: subprocess.Popen) -> set[int]:
+    """Kill the child's whole process group and reap the child; returns the group's other processes."""
+    group = {pid for pid, _, _, pgrp in _live_processes() if pgrp == proc.pid and pid != proc.pid}
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
     proc.wait()
+    return group
 
 
 _DTYPES = {"|b1", "<i8", "<i4", "<u1", "<f8", "<f4", "|u1", "|i1"}
