@@ -104,7 +104,7 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
     if torch_threads:
         torch.set_num_threads(torch_threads)
     tm = torch.nn.MultiheadAttention(E, h, batch_first=True)
-    tm.load_state_dict({k: torch.tensor(v) for k, v in mha.state_dict().items()})
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in mha.state_dict().items()})
     dy_t = torch.tensor(dy_np)
 
     def run_torch():
