@@ -38,16 +38,16 @@ def _released_error(node: Node) -> RuntimeError:
 def topological_order(root: Node) -> list[Node]:
     """The nodes behind ``root``, each before every node that produced one of its inputs."""
     order: list[Node] = []
-    visited: set[int] = set()
+    visited: set[Node] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
         node, inputs_done = stack.pop()
         if inputs_done:
             order.append(node)
-        elif id(node) not in visited:
+        elif node not in visited:
             if node.released:
                 raise _released_error(node)
-            visited.add(id(node))
+            visited.add(node)
             stack.append((node, True))
             for edge in node.edges:
                 if edge is not None:  # (one already visited is skipped when popped)
@@ -70,7 +70,8 @@ def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool) -> Iterator
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None:  # (None also where the edge is None)
-                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input  # type: ignore[index]
+                total = grads.get(edge)  # type: ignore[arg-type]
+                grads[edge] = grad_input if total is None else total + grad_input  # type: ignore[index]
         if not retain_graph:
             node.release()
 

@@ -139,8 +139,12 @@ class Node:
         edges: list[Node | None] = []  # per input: the node its gradient flows into,
         meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
         for x, need in zip(inputs, ctx.needs_input_grad if ctx else ()):
-            edges.append((x._grad_fn or x.gradient_edge()) if need else None)
-            meta.append((x.array.shape, x.array.dtype) if need else None)
+            if need:
+                edges.append(x._grad_fn or x.gradient_edge())
+                meta.append((x.array.shape, x.array.dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
@@ -157,11 +161,16 @@ class Node:
             if tensor._version != version:
                 raise modified_error(self, tensor, version)
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
-        if not isinstance(grads, tuple) or len(grads) != len(self.edges):
+        if type(grads) is not tuple or len(grads) != len(self.edges):
             grads = self._as_tuple(grads)
-        checked = []
-        for i, (edge, grad) in enumerate(zip(self.edges, grads)):  # the engine's guard: shape and dtype of each
-            checked.append(None if edge is None or grad is None else self._checked(i, grad))
+        checked: list[np.ndarray | None] = []
+        for edge, grad, meta in zip(self.edges, grads, self.input_meta):  # the engine's guard: shape and dtype
+            if edge is None or grad is None:
+                checked.append(None)
+            elif type(grad) is np.ndarray and grad.shape == meta[0] and grad.dtype == meta[1]:  # type: ignore[index]
+                checked.append(grad)
+            else:
+                checked.append(self._checked(len(checked), grad))
         return tuple(checked)
 
     def _as_tuple(self, grads: Any) -> tuple[Any, ...]:
@@ -174,13 +183,12 @@ class Node:
     def _checked(self, position: int, grad: Any) -> np.ndarray:
         """The engine's guard: each gradient must match its input's shape and dtype."""
         shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (None only where no edge: never checked)
-        if type(grad) is not np.ndarray or grad.shape != shape or grad.dtype != dtype:
-            grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
-            if grad.shape != shape or grad.dtype != dtype:
-                raise RuntimeError(
-                    f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-                    f"for input {position}, which has shape {shape} and dtype {dtype}"
-                )
+        grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
+        if grad.shape != shape or grad.dtype != dtype:
+            raise RuntimeError(
+                f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
+                f"for input {position}, which has shape {shape} and dtype {dtype}"
+            )
         return grad
 
     def release(self) -> None:
@@ -206,11 +214,16 @@ class OverwrittenOutput:
 
 def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """``(tensor, version)`` for each input tensor whose array ``forward`` saved (torch's saved-variable check)."""
+    if not saved:
+        return ()
     versions = []
-    for x in inputs if saved else ():
-        if isinstance(x, Tensor) and any(s is x.array for s in saved):
-            root = x if x._base is None else x._base  # a view's version is its base's
-            versions.append((root, root._version))
+    for x in inputs:
+        if isinstance(x, Tensor):
+            for s in saved:
+                if s is x.array:
+                    root = x if x._base is None else x._base  # a view's version is its base's
+                    versions.append((root, root._version))
+                    break
     return tuple(versions)
 
 

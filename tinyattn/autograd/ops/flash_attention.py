@@ -92,27 +92,29 @@ class FlashAttention(Function):
         k_g, v_g = _grouped(k, group), _grouped(v, group)  # (..., H_kv, 1, S, d): one K/V head per query group
         q_s = _grouped(q, group, query=True) * q.dtype.type(scale)  # Q · scale, once    (..., H_kv, G, L, d)
         mask = _grouped_mask(mask_in, group, q.ndim)  # (..., H_kv, G, L|1, S|1), or None
-        m = np.full(q_s.shape[:-1] + (1,), -np.inf, dtype=q.dtype)  # running row max       (..., L, 1)
-        ell = np.zeros_like(m)  # running sum of exp(S − m)                                (..., L, 1)
-        acc = np.zeros(q_s.shape[:-1] + v.shape[-1:], dtype=q.dtype)  # running Σ exp(S − m) V   (..., L, d_v)
+        lowest = np.finfo(q.dtype).min  # where the running max starts, not -inf: exp(-inf − lowest) = 0, no NaN
         blocks = _blocks(L, S, block_size, is_causal)
         for j, (j0, j1, rows) in enumerate(blocks):
             s = _scores(q_s[..., rows, :], k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)  # S_j (..., L_r, B_c)
-            m_new = np.maximum(m[..., rows, :], s.max(axis=-1, keepdims=True))
-            m_new[m_new == -np.inf] = 0  # a row with no key yet: exp(-inf - 0) = 0, not exp(nan)
-            alpha = np.exp(m[..., rows, :] - m_new)  # rescales what was summed under the old max
+            row_max = s.max(axis=-1, keepdims=True, initial=lowest)  # (initial: an empty block of no keys)
+            m_new = np.maximum(m[..., rows, :], row_max) if j else row_max  # the running row max m'   (..., L_r, 1)
             s -= m_new
             p = np.exp(s, out=s)  # exp(S_j − m'), in place                                 (..., L_r, B_c)
-            ell[..., rows, :] = alpha * ell[..., rows, :] + p.sum(axis=-1, keepdims=True)
             p_v = p * _block_keep(seed, j, p.shape, dropout_p, p.dtype) if dropout_p > 0.0 else p
+            if j == 0:  # the first block covers every row: it starts m, ℓ = Σ exp(S − m) and acc = Σ exp(S − m) V
+                m, ell, acc = m_new, p.sum(axis=-1, keepdims=True), p_v @ v_g[..., j0:j1, :]
+                continue
+            alpha = np.exp(m[..., rows, :] - m_new)  # rescales what was summed under the old max
+            ell[..., rows, :] = alpha * ell[..., rows, :] + p.sum(axis=-1, keepdims=True)
             acc[..., rows, :] = alpha * acc[..., rows, :] + p_v @ v_g[..., j0:j1, :]
             m[..., rows, :] = m_new
-        seen = ell > 0  # rows with at least one visible key
-        ell[~seen] = 1
-        out = np.where(seen, acc / ell, 0).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ   (..., L, d_v)
-        lse = np.where(seen, m + np.log(ell), np.inf)  # exp(S − inf) = 0 where no key is seen
+        # ℓ ≥ 1 in a row that saw a key (its maximum adds exp(0) = 1), 0 in one that saw none: there O = 0 / 1 = 0,
+        # and LSE = lowest, so that backward's exp(S − LSE) = exp(-inf) = 0
+        ell = np.maximum(ell, 1, out=ell)
+        out = (acc / ell).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ                     (..., L, d_v)
+        lse = m + np.log(ell)
         # With a single key block, P is that block (L × B_c): keep it rather than recompute it.
-        p_kept = p / ell[..., blocks[0][2], :] if len(blocks) == 1 else None
+        p_kept = p / ell if len(blocks) == 1 else None
         ctx.save_for_backward(q_s, k, v, mask, out, lse, p_kept)
         ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
         ctx.options = scale, is_causal, dropout_p, block_size, seed, group, q.shape
@@ -126,11 +128,9 @@ class FlashAttention(Function):
         k_g, v_g = _grouped(k, group), _grouped(v, group)
         d_out = _grouped(grad_output, group, query=True)  # (..., L, d_v)
         big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
-        dq = np.zeros_like(q_s)
         # Each key block is visited once, so dK_j, dV_j (and dM's columns j) are written, not summed; rows a
         # causal mask skips stay 0. dK and dV are per query head here, summed over each group below.
-        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
-        dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
+        dk_blocks, dv_blocks = [], []
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
             dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
@@ -145,17 +145,22 @@ class FlashAttention(Function):
             dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-                dv[..., j0:j1, :] = (p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                dv_blocks.append((p * keep).swapaxes(-1, -2) @ do_r)  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv[..., j0:j1, :] = p.swapaxes(-1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
+                dv_blocks.append(p.swapaxes(-1, -2) @ do_r)  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
-            dq[..., rows, :] += ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
-            dk[..., j0:j1, :] = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
+            dq_j = ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
+            if j == 0:  # the first block covers every row
+                dq = dq_j
+            else:
+                dq[..., rows, :] += dq_j
+            dk_blocks.append(ds.swapaxes(-1, -2) @ q_r)  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] = ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
+        dk, dv = _along_keys(dk_blocks, S), _along_keys(dv_blocks, S)
         dk = dk.sum(axis=-3) if group > 1 else dk  # (..., H_kv, S, d)
         dv = dv.sum(axis=-3) if group > 1 else dv  # (..., H_kv, S, d_v)
         if dmask is not None:
@@ -163,6 +168,15 @@ class FlashAttention(Function):
             dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
                                 (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
         return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
+
+
+def _along_keys(blocks: list[np.ndarray], S: int) -> np.ndarray:
+    """Per-block gradients ``(..., B_c, d)`` joined along the keys; 0 for the keys a causal mask hides from all."""
+    joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=-2)
+    if joined.shape[-2] == S:
+        return joined
+    return np.concatenate([joined, np.zeros(joined.shape[:-2] + (S - joined.shape[-2],) + joined.shape[-1:],
+                                            joined.dtype)], axis=-2)
 
 
 def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:
@@ -188,11 +202,14 @@ def _grouped_mask(mask: np.ndarray | None, group: int, ndim: int) -> np.ndarray 
 
 
 def _blocks(L: int, S: int, block_size: int, is_causal: bool) -> list[tuple[int, int, slice]]:
-    """Key blocks ``[j0, j1)`` with the query rows that can see them (causal: rows ``i ≥ j0``; others skipped)."""
+    """Key blocks ``[j0, j1)`` with the query rows that can see them (causal: rows ``i ≥ j0``; others skipped).
+
+    The first block always comes, with every row (with no keys it is empty), so it can start the running sums.
+    """
     blocks = []
-    for j0 in range(0, S, block_size):
+    for j0 in range(0, max(S, 1), block_size):  # (no keys: one empty block, and every output row is 0)
         first_row = j0 if is_causal else 0
-        if first_row < L:  # with is_causal, keys past the last query are never seen: skip the block
+        if first_row < L or j0 == 0:  # with is_causal, keys past the last query are never seen: skip the block
             blocks.append((j0, min(j0 + block_size, S), slice(first_row, L)))
     return blocks
 

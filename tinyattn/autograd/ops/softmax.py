@@ -37,13 +37,10 @@ class Softmax(Function):
         if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
             y = np.where(np.isneginf(x), 0, 1).astype(x.dtype)  # (0 if masked, as a fully masked row)
         else:
-            m = x.max(axis=d, keepdims=True)
-            m[m == -np.inf] = 0  # all -inf row: exp(-inf - 0) = 0, not exp(nan)
+            m = np.maximum(x.max(axis=d, keepdims=True), np.finfo(x.dtype).min)  # all -inf row: exp(-inf - min) = 0
             y = x - m
             np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
-            s = y.sum(axis=d, keepdims=True)
-            s[s == 0] = 1  # an all-zero row stays zero
-            y /= s
+            y /= np.maximum(y.sum(axis=d, keepdims=True), 1)  # the sum is ≥ 1 (the max gives exp(0)); 0 only if all -inf
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
