@@ -56,22 +56,28 @@ def topological_order(root: Node) -> list[Node]:
     return order
 
 
-def propagate(root: Node, grad_root: np.ndarray, retain_graph: bool) -> Iterator[tuple[Node, np.ndarray]]:
-    """Yield every node behind ``root`` with its complete output gradient, then run its backward."""
+def propagate(
+    root: Node, grad_root: np.ndarray, retain_graph: bool, wanted: dict[Node, Any] | None = None
+) -> Iterator[tuple[Node, np.ndarray]]:
+    """Run every node's backward behind ``root``, from the output to the leaves.
+
+    Yields each node whose gradient is wanted, with its complete output gradient, before its
+    backward runs: the nodes in ``wanted``, or (by default) those whose tensor keeps ``.grad``.
+    """
     grads: dict[Node, np.ndarray] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     recorder = active_recorder()  # (the explainer's trace(), if it is watching)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
         if grad_output is None:  # every path from the output to this node carried a None gradient
             continue
-        yield node, grad_output
+        if node in wanted if wanted is not None else node.retained is not None:
+            yield node, grad_output
         grad_inputs = node.backward(grad_output)
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None:  # (None also where the edge is None)
-                total = grads.get(edge)  # type: ignore[arg-type]
-                grads[edge] = grad_input if total is None else total + grad_input  # type: ignore[index]
+                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input  # type: ignore[index]
         if not retain_graph:
             node.release()
 
@@ -107,7 +113,7 @@ def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = Fal
     root, gradient = _one_output("backward", tensors, grad_tensors)
     # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
     for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):  # type: ignore[arg-type]
-        target = node.retained() if node.retained is not None else None
+        target = node.retained()  # type: ignore[misc]  # (propagate yields only nodes that retain)
         if target is not None:
             if target._grad is None:
                 target._grad = Tensor._make(np.array(grad_output))  # a copy: in-place changes stay in .grad
@@ -133,7 +139,8 @@ def grad(
         if edge is not None:
             positions.setdefault(edge, []).append(i)
     result: list[Tensor | None] = [None] * len(inputs)
-    for node, g in propagate(outputs.gradient_edge(), _root_gradient(outputs, grad_outputs), retain_graph):  # type: ignore[arg-type]
-        for i in positions.get(node, ()):
+    root_gradient = _root_gradient(outputs, grad_outputs)
+    for node, g in propagate(outputs.gradient_edge(), root_gradient, retain_graph, positions):  # type: ignore[arg-type]
+        for i in positions[node]:
             result[i] = Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
     return tuple(result)

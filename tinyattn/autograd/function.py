@@ -139,12 +139,8 @@ class Node:
         edges: list[Node | None] = []  # per input: the node its gradient flows into,
         meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
         for x, need in zip(inputs, ctx.needs_input_grad if ctx else ()):
-            if need:
-                edges.append(x._grad_fn or x.gradient_edge())
-                meta.append((x.array.shape, x.array.dtype))
-            else:
-                edges.append(None)
-                meta.append(None)
+            edges.append((x._grad_fn or x.gradient_edge()) if need else None)
+            meta.append((x.array.shape, x.array.dtype) if need else None)
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
@@ -275,6 +271,8 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
     of size 1, so its gradient is the sum of the upstream gradient over exactly
     those axes.
     """
+    if grad.shape == shape and (dtype is None or grad.dtype == dtype):
+        return grad  # nothing was broadcast (the usual case)
     # BEGIN TASK unbroadcast
     extra = grad.ndim - len(shape)
     if extra > 0:

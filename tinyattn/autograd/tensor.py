@@ -477,7 +477,7 @@ class Tensor(TensorAPI):
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (of a 0-d tensor, dims 0 and -1 are the same one: nothing moves)."""
-        if self.ndim == 0:
+        if self.array.ndim == 0:
             normalize_dim("transpose", dim0, 0), normalize_dim("transpose", dim1, 0)
             return Reshape.apply(self, shape=())
         return Transpose.apply(self, dim0=dim0, dim1=dim1)

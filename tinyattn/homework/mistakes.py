@@ -45,7 +45,7 @@ MISTAKES: tuple[Mistake, ...] = (
     ),
     Mistake(
         "matmul_backward",
-        "da = grad_output2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)",
+        "da = grad_output2 @ b2.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)",
         "da = grad_output2 @ b2",
         "dA = dC Bᵀ: without the transpose the product only fits when B is square, and is then wrong",
     ),
@@ -57,8 +57,8 @@ MISTAKES: tuple[Mistake, ...] = (
     ),
     Mistake(
         "matmul_backward",
-        "db = np.swapaxes(a2, -1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)",
-        "db = np.swapaxes(grad_output2, -1, -2) @ a2",
+        "db = a2.swapaxes(-1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)",
+        "db = grad_output2.swapaxes(-1, -2) @ a2",
         "that is (dC)ᵀ A = (dB)ᵀ, of shape (m, k): the transpose of the answer",
     ),
     Mistake(
@@ -76,8 +76,8 @@ MISTAKES: tuple[Mistake, ...] = (
     ),
     Mistake(
         "shape_backward",
-        "return (np.swapaxes(grad_output, *ctx.dims),)",
-        "return (grad_output.reshape(np.swapaxes(grad_output, *ctx.dims).shape),)",
+        "return (grad_output.swapaxes(*ctx.dims),)",
+        "return (grad_output.reshape(grad_output.swapaxes(*ctx.dims).shape),)",
         "right shape, wrong places: a transpose moves elements, a reshape does not, so undo it "
         "with the same transpose",
     ),

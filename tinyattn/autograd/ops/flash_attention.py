@@ -97,12 +97,15 @@ class FlashAttention(Function):
         for j, (j0, j1, rows) in enumerate(blocks):
             s = _scores(q_s[..., rows, :], k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)  # S_j (..., L_r, B_c)
             row_max = s.max(axis=-1, keepdims=True, initial=lowest)  # (initial: an empty block of no keys)
-            m_new = np.maximum(m[..., rows, :], row_max) if j else row_max  # the running row max m'   (..., L_r, 1)
+            if j == 0:  # the first block covers every row: it starts the running row max m (..., L, 1)
+                m = m_new = row_max
+            else:
+                m_new = np.maximum(m[..., rows, :], row_max)  # the new running max m'
             s -= m_new
             p = np.exp(s, out=s)  # exp(S_j − m'), in place                                 (..., L_r, B_c)
             p_v = p * _block_keep(seed, j, p.shape, dropout_p, p.dtype) if dropout_p > 0.0 else p
-            if j == 0:  # the first block covers every row: it starts m, ℓ = Σ exp(S − m) and acc = Σ exp(S − m) V
-                m, ell, acc = m_new, p.sum(axis=-1, keepdims=True), p_v @ v_g[..., j0:j1, :]
+            if j == 0:  # and ℓ = Σ exp(S − m) (..., L, 1) and acc = Σ exp(S − m) V (..., L, d_v): nothing to rescale
+                ell, acc = p.sum(axis=-1, keepdims=True), p_v @ v_g[..., j0:j1, :]
                 continue
             alpha = np.exp(m[..., rows, :] - m_new)  # rescales what was summed under the old max
             ell[..., rows, :] = alpha * ell[..., rows, :] + p.sum(axis=-1, keepdims=True)

@@ -50,7 +50,7 @@ class MatMul(Function):
         da = db = None
         # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
-            da = grad_output2 @ np.swapaxes(b2, -1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
+            da = grad_output2 @ b2.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
             da = unbroadcast(da, a2.shape).reshape(a.shape)
         if ctx.needs_input_grad[1]:
             if b2.ndim == 2 and a2.ndim > 2:
@@ -59,7 +59,7 @@ class MatMul(Function):
                 k, m = b2.shape
                 db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m)  # (k, m)
             else:
-                db = np.swapaxes(a2, -1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)
+                db = a2.swapaxes(-1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)
             db = unbroadcast(db, b2.shape).reshape(b.shape)
         # END TASK
         return da, db
@@ -119,11 +119,9 @@ class LinearFn(Function):
         x, w = ctx.saved_tensors
         out_features, in_features = w.shape
         dx = grad_output @ w if ctx.needs_input_grad[0] else None  # (..., out) @ (out, in) -> (..., in)
-        dw = db = None
-        if ctx.needs_input_grad[1]:
-            dw = grad_output.reshape(-1, out_features).T @ x.reshape(-1, in_features)  # (out, N) @ (N, in) -> (out, in)
-        if ctx.needs_input_grad[2]:
-            db = grad_output.reshape(-1, out_features).sum(axis=0)  # (out,)
+        rows = grad_output.reshape(-1, out_features)  # (N, out): every batch element and position, one row each
+        dw = rows.T @ x.reshape(-1, in_features) if ctx.needs_input_grad[1] else None  # (out, N) @ (N, in) -> (out, in)
+        db = rows.sum(axis=0) if ctx.needs_input_grad[2] else None  # (out,)
         return dx, dw, db
 
 

@@ -26,8 +26,9 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
         ctx.shape = x.shape
-        if any(not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < -1 for n in shape):
-            raise ValueError(f"{op}: invalid shape {tuple(shape)} (sizes are ints >= 0, or one -1 to infer)")
+        for n in shape:
+            if type(n) is not int and not isinstance(n, np.integer) or n < -1:  # (True is not an int here)
+                raise ValueError(f"{op}: invalid shape {tuple(shape)} (sizes are ints >= 0, or one -1 to infer)")
         try:
             return x.reshape(shape)
         except (ValueError, TypeError):
@@ -57,7 +58,7 @@ class Transpose(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK shape_backward
-        return (np.swapaxes(grad_output, *ctx.dims),)
+        return (grad_output.swapaxes(*ctx.dims),)
         # END TASK
 
 
@@ -145,8 +146,10 @@ class Expand(Function):
 
 def _is_basic(index: Any) -> bool:
     """True for indexes of ints, slices, None and Ellipsis only (each element picked once)."""
-    parts = index if isinstance(index, tuple) else (index,)
-    return all(isinstance(p, (int, np.integer, slice)) or p is None or p is Ellipsis for p in parts)
+    for part in index if isinstance(index, tuple) else (index,):
+        if not (isinstance(part, (int, np.integer, slice)) or part is None or part is Ellipsis):
+            return False
+    return True
 
 
 class GetItem(Function):

@@ -40,7 +40,7 @@ class Softmax(Function):
             m = np.maximum(x.max(axis=d, keepdims=True), np.finfo(x.dtype).min)  # all -inf row: exp(-inf - min) = 0
             y = x - m
             np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
-            y /= np.maximum(y.sum(axis=d, keepdims=True), 1)  # the sum is ≥ 1 (the max gives exp(0)); 0 only if all -inf
+            y /= np.maximum(y.sum(axis=d, keepdims=True), 1)  # ≥ 1 (the max gives exp(0)) unless all -inf: then 0
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
