@@ -41,11 +41,10 @@ class Context:
     ``backward`` whether input ``i`` wants a gradient, so it can skip work.
     """
 
-    saved_tensors: tuple[Any, ...]
+    saved_tensors: tuple[Any, ...] = ()  # (until save_for_backward sets this context's own)
 
     def __init__(self, needs_input_grad: Sequence[bool] = ()) -> None:
         self.needs_input_grad = needs_input_grad
-        self.saved_tensors = ()
 
     def save_for_backward(self, *arrays: Any) -> None:
         """Keep ``arrays`` for ``backward`` (released after it unless retain_graph)."""
