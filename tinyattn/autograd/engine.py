@@ -72,6 +72,8 @@ def propagate(
             continue
         if node in wanted if wanted is not None else node.retained is not None:
             yield node, grad_output
+        if not node.edges:  # a leaf: its gradient flows no further
+            continue
         grad_inputs = node.backward(grad_output)
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)

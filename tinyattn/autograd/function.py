@@ -158,15 +158,11 @@ class Node:
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         if type(grads) is not tuple or len(grads) != len(self.edges):
             grads = self._as_tuple(grads)
-        checked: list[np.ndarray | None] = []
-        for edge, grad, meta in zip(self.edges, grads, self.input_meta):  # the engine's guard: shape and dtype
-            if edge is None or grad is None:
-                checked.append(None)
-            elif type(grad) is np.ndarray and grad.shape == meta[0] and grad.dtype == meta[1]:  # type: ignore[index]
-                checked.append(grad)
-            else:
-                checked.append(self._checked(len(checked), grad))
-        return tuple(checked)
+        for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
+            if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
+                                     or grad.dtype != meta[1]):
+                return self._checked(grads)
+        return grads
 
     def _as_tuple(self, grads: Any) -> tuple[Any, ...]:
         """A one-input op's bare gradient as a 1-tuple; a wrong count of gradients refused."""
@@ -175,16 +171,21 @@ class Node:
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         return grads
 
-    def _checked(self, position: int, grad: Any) -> np.ndarray:
-        """The engine's guard: each gradient must match its input's shape and dtype."""
-        shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (None only where no edge: never checked)
-        grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
-        if grad.shape != shape or grad.dtype != dtype:
-            raise RuntimeError(
-                f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-                f"for input {position}, which has shape {shape} and dtype {dtype}"
-            )
-        return grad
+    def _checked(self, grads: tuple[Any, ...]) -> tuple[np.ndarray | None, ...]:
+        """The gradients, None for inputs that take none, each matched to its input's shape and dtype (or refused)."""
+        checked: list[np.ndarray | None] = []
+        for position, (grad, meta) in enumerate(zip(grads, self.input_meta)):
+            if grad is None or meta is None:  # (an input that takes no gradient gets none, whatever backward says)
+                checked.append(None)
+                continue
+            grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
+            if grad.shape != meta[0] or grad.dtype != meta[1]:
+                raise RuntimeError(
+                    f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
+                    f"for input {position}, which has shape {meta[0]} and dtype {meta[1]}"
+                )
+            checked.append(grad)
+        return tuple(checked)
 
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
