@@ -168,3 +168,16 @@ def test_autograd_backward_frees_the_graph_by_default_and_takes_one_output():
         ta.autograd.backward([y, y])
     with pytest.raises(TypeError, match="^grad: expects one output Tensor, got int"):
         ta.autograd.grad(3, [x])
+
+
+def test_a_backward_whose_gradients_all_fit_is_passed_on_as_it_is():
+    returned = {}
+
+    def backward(ctx, g):  # a gradient for x, None for y (which needs none)
+        returned["grads"] = (g * 2, None)
+        return returned["grads"]
+
+    pair = type("Pair", (Function,), {"forward": staticmethod(lambda ctx, x, y: x * y),
+                                      "backward": staticmethod(backward)})
+    node = pair.apply(ta.ones(3, requires_grad=True), ta.ones(3)).grad_fn
+    assert node.backward(np.ones(3, np.float32)) is returned["grads"]  # the guard copies nothing on this path

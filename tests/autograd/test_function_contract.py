@@ -45,3 +45,15 @@ def test_arg_extremes_of_a_zero_d_tensor_along_dim_minus_one_are_index_zero_as_i
     torch = pytest.importorskip("torch")
     ours, theirs = getattr(ta.tensor(2.5), op)(-1), getattr(torch.tensor(2.5), op)(-1)
     assert ours.item() == theirs.item() == 0 and ours.shape == tuple(theirs.shape) == ()
+
+
+def test_a_result_that_is_no_view_keeps_its_own_version_counter():
+    torch = pytest.importorskip("torch")
+    for lib in (ta, torch):
+        q = lib.ones(1, 2, 4, requires_grad=True) * 1
+        w = q * q  # saves q
+        o = lib.nn.functional.scaled_dot_product_attention(q, q, q)  # (its array views a temporary, not q)
+        with lib.no_grad():
+            o.mul_(2.0)  # changes o, not q
+        w.backward(lib.ones(1, 2, 4))  # so nothing w saved was modified
+        assert float(o.sum()) == 16.0

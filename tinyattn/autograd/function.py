@@ -108,7 +108,7 @@ class Function:
             needs.append(is_tensor and a._requires_grad)
         ctx = Context(needs)
         out = cls.forward(ctx, *arrays, **kwargs)
-        result = Tensor._make(out if type(out) is np.ndarray else np.asarray(out))
+        result = Tensor._make(np.asarray(out))  # (forward's own array, or a NumPy scalar made 0-d)
         if cls.is_view and out.base is not None:  # one memory, so one version counter: its base's (as torch)
             result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
@@ -151,24 +151,19 @@ class Node:
         return self.fn.__name__
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        """Call the op's backward; return one gradient per edge, each checked against its input."""
+        """Call the op's backward; return one gradient per edge: the op's own tuple if each fits its input."""
         for tensor, version in self.saved_versions:
             if tensor._version != version:
                 raise modified_error(self, tensor, version)
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
-        if type(grads) is not tuple or len(grads) != len(self.edges):
-            grads = self._as_tuple(grads)
+        if not isinstance(grads, tuple):
+            grads = (grads,)  # a one-input op may return its gradient bare
+        if len(grads) != len(self.edges):
+            raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
             if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
                                      or grad.dtype != meta[1]):
                 return self._checked(grads)
-        return grads
-
-    def _as_tuple(self, grads: Any) -> tuple[Any, ...]:
-        """A one-input op's bare gradient as a 1-tuple; a wrong count of gradients refused."""
-        grads = grads if isinstance(grads, tuple) else (grads,)
-        if len(grads) != len(self.edges):
-            raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         return grads
 
     def _checked(self, grads: tuple[Any, ...]) -> tuple[np.ndarray | None, ...]:
@@ -320,7 +315,7 @@ def result_type(*operands: Any) -> np.dtype:
     for tier in tiers:
         same = [d for d in tier if _category(d) == highest]
         if same:
-            return np.result_type(*same) if tier is not tiers[2] else same[0]
+            return np.result_type(*same)
     raise ValueError("result_type: no operands")
 
 
