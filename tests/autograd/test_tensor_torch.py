@@ -145,6 +145,8 @@ def test_promotion_of_bool_unsigned_and_0d_operands_matches_torch():
         (lambda lib: lib.tensor(np.array([1, 2], dtype=np.uint8)) + 3),
         (lambda lib: lib.ones(3) + lib.tensor(np.float64(2.0))),  # a 0-d float64 does not promote float32
         (lambda lib: lib.tensor(np.float64(2.0)) * lib.tensor(np.array([1, 2]))),  # 0-d float with int dims
+        (lambda lib: lib.tensor(np.int32(3)) + 5),  # a 0-d int32 outranks a Python int: int32, not int64
+        (lambda lib: 5 + lib.tensor(np.int32(3))),
     ]
     for case in cases:
         ours, theirs = case(ta), case(torch)
