@@ -65,12 +65,14 @@ def test_fused_op_equals_composed_and_passes_gradcheck(rng, mask_kind, block_siz
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, block_size=block_size, **kwargs), q, k, v)
 
 
-def test_a_query_that_sees_no_key_gets_zeros_and_no_nan(rng):
-    q, k, v = leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_query_that_sees_no_key_gets_zeros_and_no_nan(rng, dtype):
+    q, k, v = (ta.tensor(t.array.astype(dtype), requires_grad=True)
+               for t in (leaf(rng, B, H, L, D), leaf(rng, B, H, S, D), leaf(rng, B, H, S, 4)))
     kwargs = masks(rng)["fully_masked_rows"]
     out = F.scaled_dot_product_attention(q, k, v, block_size=2, **kwargs)
-    out.backward(rng.standard_normal(out.shape))
-    assert np.all(out.array[:, :, [1, 3]] == 0)
+    out.backward(rng.standard_normal(out.shape).astype(dtype))
+    assert out.dtype == dtype and np.all(out.array[:, :, [1, 3]] == 0)
     for t in (q, k, v):
         assert np.all(np.isfinite(t.grad))
     assert np.all(q.grad[:, :, [1, 3]] == 0)
@@ -103,6 +105,7 @@ def test_dropout_keeps_the_expected_value(dtype):
     assert 0.5 < out.array.std() * 16 < 2.0  # each row: the mean of 256 kept-or-not, sd (1/16) sqrt(p / (1 - p))
     all_dropped = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
     np.testing.assert_array_equal(all_dropped.array, np.zeros((1, 64, 8)))  # torch's zeros, not 0 / 0
+    assert all_dropped.dtype == dtype
 
 
 def test_a_float_mask_that_requires_grad_gets_dS(rng):
@@ -218,3 +221,19 @@ def test_a_float32_mask_gets_a_float32_gradient(rng):
     F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask, block_size=4).backward(
         np.ones((B, H, L, D), dtype=np.float32))
     assert mask.grad.dtype == np.float32 and mask.grad.shape == (L, S)
+
+
+@pytest.mark.parametrize("n_queries, n_keys, is_causal", [(0, 4, False), (0, 4, True), (3, 0, False), (0, 0, False)])
+def test_no_queries_or_no_keys_as_in_torch(rng, n_queries, n_keys, is_causal):
+    torch = pytest.importorskip("torch")
+    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in ((2, n_queries, 3), (2, n_keys, 3),
+                                                                          (2, n_keys, 4), (2, n_queries, 4))]
+    results = []
+    for lib, sdpa in ((ta, F.scaled_dot_product_attention), (torch, torch.nn.functional.scaled_dot_product_attention)):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays[:3])
+        out = sdpa(q, k, v, is_causal=is_causal)
+        out.backward(lib.tensor(arrays[3]))
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)])
+    for ours, theirs in zip(*results):
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)  # empty, or all 0: a query that sees no key gets 0

@@ -113,7 +113,7 @@ class FlashAttention(Function):
             m[..., rows, :] = m_new
         # ℓ ≥ 1 in a row that saw a key (its maximum adds exp(0) = 1), 0 in one that saw none: there O = 0 / 1 = 0,
         # and LSE = lowest, so that backward's exp(S − LSE) = exp(-inf) = 0
-        ell = np.maximum(ell, 1, out=ell)
+        ell = np.maximum(ell, 1)
         out = (acc / ell).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ                     (..., L, d_v)
         lse = m + np.log(ell)
         # With a single key block, P is that block (L × B_c): keep it rather than recompute it.
