@@ -75,6 +75,9 @@ CASES = {
     "einsum_list": ([X, V], lambda lib, a, v: lib.einsum("ij,j->i", [a, v])),
     "einsum_implicit": ([X, X], lambda lib, a, b: lib.einsum("ij,kj", a, b)),
     "einsum_trace_free_sum": ([X], lambda lib, a: lib.einsum("ij->", a)),
+    "einsum_constant_first": ([X.T.copy()], lambda lib, b: lib.einsum("ij,jk->ik", lib.tensor(X), b)),
+    "einsum_ellipsis_of_no_dims": ([X], lambda lib, a: lib.einsum("...ij->ij", a)),
+    "einsum_ellipsis_on_one_operand": ([B3, X.T.copy()], lambda lib, a, b: lib.einsum("...ij,...jk->...ik", a, b)),
     # reductions
     "sum": ([B3], lambda lib, x: lib.sum(x, 1)),
     "sum_keepdim": ([B3], lambda lib, x: lib.sum(x, (0, 2), keepdim=True)),
@@ -354,3 +357,45 @@ def test_a_wrong_second_operand_alone_is_refused_as_torch_refuses_it(name, good,
         getattr(ta, name)(ta.zeros(*good), ta.zeros(*bad))
     with pytest.raises(TypeError, match=rf"^{name}\(\): argument"):  # a list for the second: named too
         getattr(ta, name)(ta.zeros(*good), [1.0])
+
+
+def test_einsum_refuses_what_torch_refuses():
+    a32, b64 = X.astype(np.float32), X.T.copy()
+    for lib in (ta, torch):
+        with pytest.raises(RuntimeError):  # torch: "expected scalar type Float but found Double"
+            lib.einsum("ij,jk->ik", lib.tensor(a32), lib.tensor(b64))
+        with pytest.raises((RuntimeError, ValueError)):  # two subscripts, three dims, no ellipsis
+            lib.einsum("ij->i", lib.tensor(B3))
+    with pytest.raises(RuntimeError, match=r"einsum: operands have different dtypes \('float32', 'float64'\)"):
+        ta.einsum("ij,jk->ik", ta.tensor(a32), ta.tensor(b64))
+    with pytest.raises(ValueError, match=r"einsum: subscripts 'ij' do not fit an operand of shape \(2, 3, 4\)"):
+        ta.einsum("ij->i", ta.tensor(B3))
+
+
+def test_gather_refuses_what_torch_refuses_naming_itself():
+    x, too_tall, past = X, np.array([[0], [1], [0], [2]]), np.array([[0]])
+    for lib in (ta, torch):
+        with pytest.raises(RuntimeError):  # index larger than the input outside the gathered dim
+            lib.gather(lib.tensor(x), 1, lib.tensor(too_tall))
+        with pytest.raises(IndexError):
+            lib.tensor(x).gather(5, lib.tensor(past))
+    with pytest.raises(RuntimeError, match=r"^gather: index of shape \(4, 1\) is larger than input \(3, 4\) "
+                                           r"outside dim 1"):
+        ta.gather(ta.tensor(x), 1, ta.tensor(too_tall))
+    with pytest.raises(IndexError, match=r"^gather: dim 5 is out of range"):
+        ta.tensor(x).gather(5, ta.tensor(past))
+
+
+def test_an_assigned_value_gets_its_gradient_in_its_own_dtype_and_shape_as_in_torch():
+    grads = []
+    for lib in (ta, torch):
+        x = lib.zeros(2, 4, requires_grad=True) * 1  # float32, in the graph
+        v64 = lib.tensor(V, requires_grad=True)  # a float64 row
+        wide = lib.tensor(W.astype(np.float32)[None], requires_grad=True)  # (1, 4) into a (4,) row
+        x[0] = v64
+        x[1] = wide
+        x.backward(lib.tensor(X[:2].astype(np.float32)))
+        grads.append([(np.asarray(t.grad), t.grad.dtype) for t in (v64, wide)])
+    for (ours, our_dtype), (theirs, their_dtype) in zip(*grads):
+        assert str(their_dtype) == f"torch.{our_dtype}" and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
