@@ -131,9 +131,10 @@ class FlashAttention(Function):
         k_g, v_g = _grouped(k, group), _grouped(v, group)
         d_out = _grouped(grad_output, group, query=True)  # (..., L, d_v)
         big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
-        # Each key block is visited once, so dK_j, dV_j (and dM's columns j) are written, not summed; rows a
-        # causal mask skips stay 0. dK and dV are per query head here, summed over each group below.
-        dk_blocks, dv_blocks = [], []
+        # Each key block is visited once, so dK_j, dV_j (and dM's columns j) are written, not summed; keys a
+        # causal mask hides from every query stay 0. dK and dV are per query head here, summed over each group below.
+        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
+        dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
             dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
@@ -148,22 +149,20 @@ class FlashAttention(Function):
             dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-                dv_blocks.append((p * keep).swapaxes(-1, -2) @ do_r)  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                dv[..., j0:j1, :] = (p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv_blocks.append(p.swapaxes(-1, -2) @ do_r)  # dV_j = (P_j)ᵀ dO
+                dv[..., j0:j1, :] = p.swapaxes(-1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
-            dq_j = ds @ k_g[..., j0:j1, :]  # dQ += dS_j K_j (· scale below)
-            if j == 0:  # the first block covers every row
-                dq = dq_j
+            if j == 0:  # dQ = Σ_j dS_j K_j (· scale below), started by the first block, which covers every row
+                dq = ds @ k_g[..., j0:j1, :]
             else:
-                dq[..., rows, :] += dq_j
-            dk_blocks.append(ds.swapaxes(-1, -2) @ q_r)  # dK_j = (dS_j)ᵀ (Q · scale)
+                dq[..., rows, :] += ds @ k_g[..., j0:j1, :]
+            dk[..., j0:j1, :] = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] = ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
-        dk, dv = _along_keys(dk_blocks, S), _along_keys(dv_blocks, S)
         dk = dk.sum(axis=-3) if group > 1 else dk  # (..., H_kv, S, d)
         dv = dv.sum(axis=-3) if group > 1 else dv  # (..., H_kv, S, d_v)
         if dmask is not None:
@@ -171,15 +170,6 @@ class FlashAttention(Function):
             dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
                                 (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
         return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
-
-
-def _along_keys(blocks: list[np.ndarray], S: int) -> np.ndarray:
-    """Per-block gradients ``(..., B_c, d)`` joined along the keys; 0 for the keys a causal mask hides from all."""
-    joined = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=-2)
-    if joined.shape[-2] == S:
-        return joined
-    return np.concatenate([joined, np.zeros(joined.shape[:-2] + (S - joined.shape[-2],) + joined.shape[-1:],
-                                            joined.dtype)], axis=-2)
 
 
 def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:
