@@ -10,8 +10,9 @@
    Its ``backward`` turns that gradient into one gradient per input, and each
    is added to the running total of the node it flows into.
 
-Leaves are nodes too (``LeafNode``, with no inputs), so the loop never asks what
-kind of node it holds. ``backward`` and ``grad`` are thin layers over it: the
+Leaves are nodes too (``LeafNode``, with no inputs): the loop passes their gradient on to
+whoever wants it and goes to the next node, leaving the leaf's node whole for its next
+graph. ``backward`` and ``grad`` are thin layers over it: the
 first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
 ``.grad``, the second returns the gradients reaching the tensors asked for.
 """
@@ -72,7 +73,7 @@ def propagate(
             continue
         if node in wanted if wanted is not None else node.retained is not None:
             yield node, grad_output
-        if not node.edges:  # a leaf: its gradient flows no further
+        if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
             continue
         grad_inputs = node.backward(grad_output)
         if recorder is not None:

@@ -250,9 +250,6 @@ class LeafNode(Node):
         super().__init__(AccumulateGrad, None)
         self.retained = weakref.ref(leaf)
 
-    def release(self) -> None:
-        """Nothing is saved here, and the leaf's next graph reuses this node."""
-
 
 # ---------------------------------------------------------------------------
 # Helpers shared by the ops

@@ -345,8 +345,6 @@ class _Recorder:
         return self.placeholders[node]
 
     def backward(self, node: Node, grad_output: np.ndarray, grad_inputs: tuple[Any, ...]) -> None:
-        if isinstance(node, LeafNode):
-            return  # a leaf's sink: its gradient was already shown where it was computed
         index = len(self.steps) + 1
         self.step_of_node[node] = index
         out = self.name_of(node)
