@@ -37,7 +37,7 @@ class Softmax(Function):
         if x.size == 0 or x.ndim == 0:  # empty: nothing to normalize; 0-d: the one element's weight is 1
             y = np.where(np.isneginf(x), 0, 1).astype(x.dtype)  # (0 if masked, as a fully masked row)
         else:
-            m = np.maximum(x.max(axis=d, keepdims=True), np.finfo(x.dtype).min)  # all -inf row: exp(-inf - min) = 0
+            m = x.max(axis=d, keepdims=True, initial=np.finfo(x.dtype).min)  # all -inf row: exp(-inf - min) = 0
             y = x - m
             np.exp(y, out=y)  # exp(x - max), in place: no overflow; the max cancels in the ratio
             y /= np.maximum(y.sum(axis=d, keepdims=True), 1)  # ≥ 1 (the max gives exp(0)) unless all -inf: then 0
