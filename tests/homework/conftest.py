@@ -1,4 +1,14 @@
-"""The grading tests' fake Gradescope machine is removed at the end of the session."""
+"""The grading tests' fake Gradescope machine is removed at the end of the session, and the grading tests run
+one at a time, also when the suite runs on several workers (``python -m pytest -n auto``) or twice at once.
+
+A grader that isolates the student's code kills every process of the student user when a task ends (as
+Gradescope's one grader per machine allows), so two gradings at once would kill each other's tasks. Every test
+here holds one lock, a file in the temporary folder, for as long as it runs.
+"""
+
+import fcntl
+import os
+import tempfile
 
 import pytest
 
@@ -9,3 +19,13 @@ from .gradescope_box import remove_student_venv
 def _student_venv_is_removed_at_the_end():
     yield
     remove_student_venv()
+
+
+LOCK = os.path.join(tempfile.gettempdir(), "tinyattn-tests-grading.lock")
+
+
+@pytest.fixture(autouse=True)
+def _one_grading_at_a_time():
+    with open(LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+        yield
