@@ -3,7 +3,8 @@ one at a time, also when the suite runs on several workers (``python -m pytest -
 
 A grader that isolates the student's code kills every process of the student user when a task ends (as
 Gradescope's one grader per machine allows), so two gradings at once would kill each other's tasks. Every test
-here holds one lock, a file in the temporary folder, for as long as it runs.
+here holds one lock, a file in the temporary folder, for as long as it runs; and with ``-n``, one worker gets
+them all (``tests/conftest.py``), so that no other waits for it.
 """
 
 import fcntl
