@@ -26,7 +26,10 @@ matmul, ``2 L S d`` flops, out of the ~``8 L S d`` attention already does, while
 stored ``P`` costs ``L S`` floats of memory and, worse, a read and a write of all of
 them in every elementwise pass, and those passes are limited by memory bandwidth,
 not arithmetic. Blocks of ``B_c`` keys stay small (``L × B_c``) and the passes over
-them stay cheap. ``benchmarks/bench_mha.py`` measures both paths.
+them stay cheap. ``benchmarks/bench_mha.py`` measures both paths. When every key fits
+in one block (``S ≤ B_c``, as at the chapter's size), that block is all of ``P``, and
+small: forward keeps it instead of ``LSE``, and backward neither recomputes it nor
+writes ``dK`` and ``dV`` block by block.
 
 Masks: a float ``mask`` is added to the scores (``-inf`` blocks a key); with
 ``is_causal`` a query ``i`` sees keys ``j ≤ i`` (top-left aligned, as torch), and a
