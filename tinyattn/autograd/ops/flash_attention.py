@@ -28,8 +28,7 @@ them in every elementwise pass, and those passes are limited by memory bandwidth
 not arithmetic. Blocks of ``B_c`` keys stay small (``L × B_c``) and the passes over
 them stay cheap. ``benchmarks/bench_mha.py`` measures both paths. When every key fits
 in one block (``S ≤ B_c``, as at the chapter's size), that block is all of ``P``, and
-small: forward keeps it instead of ``LSE``, and backward neither recomputes it nor
-writes ``dK`` and ``dV`` block by block.
+small: forward keeps it, and backward does not recompute it.
 
 Masks: a float ``mask`` is added to the scores (``-inf`` blocks a key); with
 ``is_causal`` a query ``i`` sees keys ``j ≤ i`` (top-left aligned, as torch), and a
@@ -118,10 +117,9 @@ class FlashAttention(Function):
         # and LSE = lowest, so that backward's exp(S − LSE) = exp(-inf) = 0
         ell = np.maximum(ell, 1)
         out = (acc / ell).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ                     (..., L, d_v)
-        if len(blocks) == 1:  # one key block: P = exp(S − m) / ℓ is that block (L × B_c), kept rather than recomputed
-            p_kept, lse = np.divide(p, ell, out=p), None
-        else:  # backward recomputes each P_j from LSE = m + log ℓ
-            p_kept, lse = None, m + np.log(ell)
+        lse = m + np.log(ell)
+        # With a single key block, P is that block (L × B_c): keep it rather than recompute it.
+        p_kept = p / ell if len(blocks) == 1 else None
         ctx.save_for_backward(q_s, k, v, mask, out, lse, p_kept)
         ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
         ctx.options = scale, is_causal, dropout_p, block_size, seed, group, q.shape
@@ -137,10 +135,8 @@ class FlashAttention(Function):
         big_d = (d_out * _grouped(out, group, query=True)).sum(axis=-1, keepdims=True)  # D = rowsum(dO ⊙ O)
         # Each key block is visited once, so dK_j, dV_j (and dM's columns j) are written, not summed; keys a
         # causal mask hides from every query stay 0. dK and dV are per query head here, summed over each group below.
-        one_block = S <= block_size  # every key in one block: its dK_j and dV_j are all of dK and dV
-        if not one_block:
-            dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
-            dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
+        dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
+        dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
         if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
             dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
@@ -153,22 +149,19 @@ class FlashAttention(Function):
                 s -= lse[..., rows, :]
                 p = np.exp(s, out=s)
             dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
-            keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype) if dropout_p > 0.0 else None
-            if keep is not None:
+            if dropout_p > 0.0:
+                keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
+                dv[..., j0:j1, :] = (p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
-            dv_j = (p if keep is None else p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO (Z_j: dropout)
+            else:
+                dv[..., j0:j1, :] = p.swapaxes(-1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
             if j == 0:  # dQ = Σ_j dS_j K_j (· scale below), started by the first block, which covers every row
                 dq = ds @ k_g[..., j0:j1, :]
             else:
                 dq[..., rows, :] += ds @ k_g[..., j0:j1, :]
-            dk_j = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
-            if one_block:
-                dk, dv = dk_j, dv_j
-            else:
-                dk[..., j0:j1, :], dv[..., j0:j1, :] = dk_j, dv_j
-                del dk_j, dv_j  # (not kept alive into the next block)
+            dk[..., j0:j1, :] = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] = ds
         dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
