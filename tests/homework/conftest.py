@@ -22,7 +22,8 @@ def _student_venv_is_removed_at_the_end():
     remove_student_venv()
 
 
-LOCK = os.path.join(tempfile.gettempdir(), "tinyattn-tests-grading.lock")
+# (one per user: only root's gradings run code as the student user, and another user's runs can open their own)
+LOCK = os.path.join(tempfile.gettempdir(), f"tinyattn-tests-grading-{os.getuid()}.lock")
 
 
 @pytest.fixture(autouse=True)
