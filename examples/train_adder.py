@@ -1,6 +1,6 @@
 """Train a tiny GPT to add two numbers, then generate the sums with a KV cache.
 
-    python examples/train_adder.py [--ndigit 2] [--steps 3000] [--seed 0] [--out figures] [--quiet]
+    python examples/train_adder.py [--ndigit 2] [--steps 2000] [--seed 0] [--out figures] [--quiet]
     python examples/train_adder.py --attention composed     # the chapter's softmax(Q Kᵀ/√d_k) V by hand
     python examples/train_adder.py --save run.pt            # a checkpoint at every progress line ...
     python examples/train_adder.py --resume run.pt          # ... to go on from after an interruption
@@ -177,7 +177,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--ndigit", type=int, default=2, help="digits of each number added")
-    parser.add_argument("--steps", type=int, default=3000, help="training steps")
+    parser.add_argument("--steps", type=int, default=2000, help="training steps")
     parser.add_argument("--batch-size", type=int, default=64, help="problems per step")
     parser.add_argument("--lr", type=float, default=3e-3, help="AdamW's peak learning rate (OneCycleLR)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split, the weights and the batches")

@@ -170,11 +170,18 @@ def test_train_adder_short_run_prints_progress_and_draws(tmp_path):
 
 @pytest.mark.slow
 def test_train_adder_defaults_learn_to_add_held_out_sums(tmp_path):
+    import resource
+
     one_thread = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # one core's worth
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = run("train_adder.py", "--quiet", cwd=tmp_path, env=one_thread)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     match = ADDER_FINAL.match(out.strip().splitlines()[-1])
     assert match and float(match["match"]) >= 0.995, out
-    assert float(match["time"]) <= 120, out
+    # "within 2 minutes on one core": the CPU time the one-threaded run used, imports and figures included. Its
+    # printed wall time also counts the waits for a core that other jobs on a busy machine hold.
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert cpu <= 120, f"{cpu:.0f} s of CPU time; {out}"
 
 
 def test_train_adder_interrupted_then_resumed_ends_as_an_unbroken_run(tmp_path):
