@@ -60,8 +60,10 @@ def test_module_tree_matches_torch(seed):
                 n for n, _ in theirs.named_modules(prefix=prefix, remove_duplicate=dedup)]
             assert [n for n, _ in ours.named_parameters(prefix, dedup)] == [
                 n for n, _ in theirs.named_parameters(prefix=prefix, remove_duplicate=dedup)]
-    assert len(list(ours.parameters())) == len(list(theirs.parameters()))
-    assert len(list(ours.modules())) == len(list(theirs.modules()))
+    assert [tuple(p.shape) for p in ours.parameters()] == [tuple(t.shape) for t in theirs.parameters()]
+    assert [id(p) for p in ours.parameters()] == [id(p) for _, p in ours.named_parameters()]  # the same, in order
+    assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in theirs.modules()]
+    assert [id(m) for m in ours.modules()] == [id(m) for _, m in ours.named_modules()]
     assert len(list(ours.children())) == len(list(theirs.children()))
     assert list(ours.state_dict()) == list(theirs.state_dict())
 
