@@ -188,7 +188,7 @@ def test_train_adder_interrupted_then_resumed_ends_as_an_unbroken_run(tmp_path):
     import signal
     import time
 
-    args = ["--steps", "120", "--seed", "1", "--out", "figs"]
+    args = ["--steps", "120", "--seed", "1", "--batch-size", "8", "--out", "figs"]  # (small batches: quick steps)
     unbroken = run("train_adder.py", *args, cwd=tmp_path).strip().splitlines()
     script = os.path.join(ROOT, "examples", "train_adder.py")
     proc = subprocess.Popen([sys.executable, script, *args, "--save", "run.pt"], cwd=tmp_path,
