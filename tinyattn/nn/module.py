@@ -105,18 +105,9 @@ class Module:
         yield from walk(self, prefix)
 
     def modules(self) -> Iterator[Module]:
-        """This module and every descendant, in ``named_modules``' order (a shared one once; no names made)."""
-        seen: set[int] = set()
-
-        def walk(module: Module) -> Iterator[Module]:
-            if id(module) not in seen:
-                seen.add(id(module))
-                yield module
-                for child in module._modules.values():
-                    if child is not None:
-                        yield from walk(child)
-
-        yield from walk(self)
+        """This module and every descendant."""
+        for _, m in self.named_modules():
+            yield m
 
     def children(self) -> Iterator[Module]:
         """The direct sub-modules."""
@@ -168,13 +159,9 @@ class Module:
                 yield (f"{module_prefix}.{name}" if module_prefix else name), p
 
     def parameters(self) -> Iterator[Parameter]:
-        """Every parameter, in ``named_parameters``' order (a shared one once; no names made, as each step asks)."""
-        seen: set[int] = set()
-        for module in self.modules():  # (a parameter's first place in the walk is its first name's)
-            for p in module._parameters.values():
-                if p is not None and id(p) not in seen:
-                    seen.add(id(p))
-                    yield p
+        """Every parameter."""
+        for _, p in self.named_parameters():
+            yield p
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch."""
