@@ -237,6 +237,12 @@ def test_fused_walkthrough_runs_the_recompute_it_describes():
     assert all(shape != (B, h, n, n) for _, shape, _ in flash.saved)  # P is not kept: it is recomputed
     text = explain.walkthrough(args)
     assert "the 5 keys come in 3 blocks of up to 2" in text
+    # self-attention: what runs is one product for Q, K and V, and the walkthrough shows that product
+    assert [s.op for s in steps][-6:] == ["GetItem", "GetItem", "GetItem", "Permute", "Reshape", "LinearFn"]
+    assert "QKV = X (in_proj_weight)ᵀ + in_proj_bias" in text and "W^Q" not in str(steps)
+    assert text.count("✓ matches") == 5 and "DIFFERS" not in text  # W^Q, W^K, W^V: rows of in_proj_weight.grad
+    cross = explain.walkthrough(explain.parser().parse_args(["--fused", "--kv-len", "7"]))
+    assert "W^Q = in_proj_weight[:16]" in cross and "QKV" not in cross  # cross-attention: three projections
     one_block = explain.walkthrough(explain.parser().parse_args(["--fused", "--seq", "2"]))
     assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
     # and outside the walkthrough the library's own default is back

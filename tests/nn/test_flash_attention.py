@@ -237,3 +237,64 @@ def test_no_queries_or_no_keys_as_in_torch(rng, n_queries, n_keys, is_causal):
     for ours, theirs in zip(*results):
         assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
         np.testing.assert_array_equal(ours, theirs)  # empty, or all 0: a query that sees no key gets 0
+
+
+def ops_behind(t):
+    """The names of the ops in the graph behind ``t``, each node once."""
+    seen, stack, names = set(), [t.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.append(node.name)
+        stack.extend(node.edges)
+    return names
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_self_attention_without_weights_is_one_packed_product_with_the_composed_result(seed):
+    """need_weights=False on one tensor as query, key and value: Q, K, V from one LinearFn, the composed numbers."""
+    rng = np.random.default_rng(seed)
+    E, heads, options, (x, _, _), kwargs = random_mha_case(rng)
+    options.pop("kdim", None), options.pop("vdim", None)
+    n = x.shape[1] if x.ndim == 3 and options["batch_first"] else x.shape[0]  # self-attention: n keys for n queries
+    if "attn_mask" in kwargs:
+        kwargs["attn_mask"] = rng.random((n, n)) > 0.6 if rng.integers(2) else rng.standard_normal((n, n))
+    if "key_padding_mask" in kwargs:  # (B, n), or (n,) unbatched
+        kwargs["key_padding_mask"] = rng.random(x.shape[:-1] if options["batch_first"] else x.shape[-2::-1]) > 0.7
+    mha = nn.MultiheadAttention(E, heads, dtype=ta.float64, **options)
+    for p in mha.parameters():
+        p.array[...] = rng.standard_normal(p.shape)
+    upstream = rng.standard_normal(x.shape)
+    results, graphs = [], []
+    for need_weights in (True, False):
+        mha.zero_grad()
+        x.grad = None
+        out, _ = mha(x, x, x, need_weights=need_weights, **kwargs)
+        graphs.append(ops_behind(out))
+        out.backward(upstream)
+        results.append([out.array, x.grad.array] + [p.grad.array for p in mha.parameters()])
+    for got, expected in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, expected, atol=1e-11)
+    packed = not (options["add_bias_kv"] or options["add_zero_attn"])  # appended keys take the unpacked path
+    assert graphs[1].count("LinearFn") == (2 if packed else 4), graphs[1]
+    assert graphs[0].count("LinearFn") == 4 and "FlashAttention" not in graphs[0]
+
+
+def test_packed_self_attention_draws_the_same_dropout_as_the_unpacked_path():
+    mha = nn.MultiheadAttention(8, 2, dropout=0.4, batch_first=True, dtype=ta.float64)
+    x = ta.randn(2, 6, 8, dtype=ta.float64, requires_grad=True)
+    key = x * 1.0  # the same values, another tensor: not self-attention, so three projections
+    upstream = np.random.default_rng(5).standard_normal((2, 6, 8))
+    results = []
+    for k in (x, key):
+        mha.zero_grad()
+        ta.manual_seed(11)
+        out, _ = mha(x, k, k, need_weights=False)
+        out.backward(upstream)
+        results.append([out.array] + [p.grad.array for p in mha.parameters()])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, atol=1e-12)
+    ta.manual_seed(11)
+    assert not np.allclose(mha.eval()(x, x, x, need_weights=False)[0].array, results[0][0])  # eval: no dropout

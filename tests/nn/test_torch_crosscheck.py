@@ -23,8 +23,8 @@ def torch_mha_like(ours, **options):
     return theirs
 
 
-def make_masks(kind, batched, rng):
-    """(key_padding_mask, attn_mask) as NumPy arrays; no query is left without keys."""
+def make_masks(kind, batched, rng, L=L):
+    """(key_padding_mask, attn_mask) as NumPy arrays for ``L`` queries; no query is left without keys."""
     padding = np.zeros((B, S), dtype=bool)
     padding[0, -1] = padding[1, -2:] = True
     if not batched:
@@ -45,7 +45,7 @@ def make_masks(kind, batched, rng):
     }[kind]
 
 
-def run_both(options, mask_kind, need_weights=True, average=True, batched=True, seed=0):
+def run_both(options, mask_kind, need_weights=True, average=True, batched=True, seed=0, self_attention=False):
     rng = np.random.default_rng(seed)
     ta.manual_seed(seed)
     ours = nn.MultiheadAttention(E, H, dtype=ta.float64, **options)
@@ -57,10 +57,14 @@ def run_both(options, mask_kind, need_weights=True, average=True, batched=True, 
     first = options.get("batch_first", False)
     shape = (lambda n, d: (B, n, d) if first else (n, B, d)) if batched else (lambda n, d: (n, d))
     arrays = [rng.standard_normal(shape(n, d)) for n, d in ((L, E), (S, kdim), (S, vdim))]
-    padding, attn = make_masks(mask_kind, batched, rng)
+    if self_attention:  # one tensor is query, key and value: S of them
+        arrays = arrays[1:2]
+    padding, attn = make_masks(mask_kind, batched, rng, S if self_attention else L)
     results = []
     for lib, module in ((ta, ours), (torch, theirs)):
         inputs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        if self_attention:
+            inputs *= 3  # the very same tensor
         kwargs = {"need_weights": need_weights, "average_attn_weights": average}
         if padding is not None:
             kwargs["key_padding_mask"] = lib.tensor(padding)
@@ -103,6 +107,20 @@ def test_mha_grid_matches_torch(options, mask, need_weights, average):
 @pytest.mark.parametrize("mask", ["none", "attn_bool", "padding_and_attn_bool", "attn_float_3d"])
 def test_mha_bias_kv_zero_attn_match_torch(options, mask):
     run_both(options, mask, average=False)
+
+
+SELF_GRID = [(dict(batch_first=bf, bias=bias, **extra), mask, batched)
+             for i, (bf, bias, extra, mask, batched) in enumerate(itertools.product(
+                 (False, True), (True, False), ({}, {"add_bias_kv": True}, {"add_zero_attn": True}),
+                 ["none", "attn_bool", "attn_float_3d", "padding_and_attn_bool"], (True, False)))
+             if batched or (i % 2 == 0 and "3d" not in mask)]
+
+
+@pytest.mark.parametrize("options,mask,batched", SELF_GRID, ids=lambda v: repr(v).replace(" ", ""))
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_mha_self_attention_matches_torch(options, mask, batched, need_weights):
+    """One tensor as query, key and value: with need_weights=False the in-projection is one packed product."""
+    run_both(options, mask, need_weights, batched=batched, self_attention=True)
 
 
 @pytest.mark.parametrize("mask", ["none", "attn_bool", "attn_float_3d", "padding_bool"])

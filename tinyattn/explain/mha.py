@@ -33,7 +33,7 @@ from .trace import Trace, trace
 # The stages of MultiheadAttention.forward, by the names it gives its tensors
 MHA_GROUPS = {
     **dict.fromkeys(
-        ["in_proj_weight", "in_proj_bias", "W^Q", "W^K", "W^V", "b^Q", "b^K", "b^V", "Q", "K", "V"],
+        ["in_proj_weight", "in_proj_bias", "W^Q", "W^K", "W^V", "b^Q", "b^K", "b^V", "Q", "K", "V", "QKV"],
         "1. project: Q = X W^Qᵀ + b^Q, K = X W^Kᵀ + b^K, V = X W^Vᵀ + b^V",
     ),
     **dict.fromkeys(["Q_h", "K_h", "V_h", "(K_h)ᵀ"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
@@ -114,10 +114,12 @@ def landing_table(mha: nn.MultiheadAttention, inputs: dict[str, autograd.Tensor]
 
     row("dL/dW^O", steps.gradient_of("W^O"), mha.out_proj.weight.grad, "out_proj.weight.grad")
     in_grad = mha.in_proj_weight.grad
+    packed = not any(g.name == "W^Q" for step in steps for g in step.grads)  # one product for Q, K and V
     for i, name in enumerate(["W^Q", "W^K", "W^V"]):
         rows_slice = f"in_proj_weight.grad[{i * E}:{(i + 1) * E}]"
         stored = None if in_grad is None else in_grad[i * E : (i + 1) * E]
-        row(f"dL/d{name}", steps.gradient_of(name), stored, rows_slice)
+        traced = steps.gradient_of("in_proj_weight")[i * E : (i + 1) * E] if packed else steps.gradient_of(name)
+        row(f"dL/d{name}", traced, stored, rows_slice)
     for name, t in inputs.items():
         row(f"dL/d{name}", steps.gradient_of(name), t.grad, f"{name}.grad (sum over its uses)")
     return rows
@@ -152,6 +154,11 @@ def walkthrough(args: argparse.Namespace, built: Built | None = None) -> str:
             "with an online softmax and keeps only the output and each row's log-sum-exp; its backward recomputes",
             "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py). Here",
             f"{how} (the library's default block is 128 keys, so at this size it would keep P).",
+            *([] if args.kv_len else [
+                "In self-attention Q, K and V also come from one product, as torch computes them on this path:",
+                "QKV = X in_proj_weightᵀ + in_proj_bias (in_proj_weight holds W^Q, W^K, W^V as its rows), cut into",
+                "heads by a view and a permute, and into Q_h, K_h, V_h by three slices.",
+            ]),
             "",
         ]
     if args.cost:
