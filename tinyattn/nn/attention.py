@@ -125,8 +125,10 @@ class MultiheadAttention(Module):
     def projection_weights(self) -> tuple[
         tuple[Tensor, Tensor, Tensor, Tensor], tuple[Tensor | None, Tensor | None, Tensor | None, Tensor | None] | None
     ]:
-        """``(W^Q, W^K, W^V, W^O)`` and ``(b^Q, b^K, b^V, b^O)`` (None without biases), as ``F.multi_head_attention``
-        takes them: each weight ``(E, in_dim)``, as ``F.linear`` expects."""
+        """The weights ``(W^Q, W^K, W^V, W^O)`` and biases ``(b^Q, b^K, b^V, b^O)`` for ``F.multi_head_attention``.
+
+        Each weight is ``(E, in_dim)``, as ``F.linear`` expects; the biases are None without ``bias``.
+        """
         E = self.embed_dim
         if self._qkv_same_embed_dim:  # rows q, k, v of in_proj_weight
             w_q = self.in_proj_weight[:E].named("W^Q")
@@ -208,7 +210,8 @@ class MultiheadAttention(Module):
         B, n, E = x.shape
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).named("QKV")  # (B, n, 3E)
         qkv_h = qkv.view(B, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, h, n, d_k)
-        q, k, v = (t.named(name) for t, name in zip(qkv_h.unbind(0), ("Q_h", "K_h", "V_h")))  # (B, h, n, d_k) each
+        q, k, v = qkv_h.unbind(0)  # (B, h, n, d_k) each
+        q.name, k.name, v.name = "Q_h", "K_h", "V_h"
         heads = F.scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0).named("heads")
         concat = heads.transpose(1, 2).reshape(B, n, E).named("concat")  # (B, h, n, d_k) -> (B, n, E)
         return F.linear(concat, self.out_proj.weight, self.out_proj.bias).named("attn_output")  # (B, n, E)
