@@ -5,7 +5,7 @@ A task region is a run of lines between two comments, so the reference runs unch
     def backward(ctx, grad_output):
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
-        return (y * (grad_output - np.sum(grad_output * y, axis=ctx.dim, keepdims=True)),)
+        return (y * (grad_output - (grad_output * y).sum(axis=ctx.dim, keepdims=True)),)
         # END TASK
 
 * In a student copy the region becomes ``# TODO(task <id>): ...`` and

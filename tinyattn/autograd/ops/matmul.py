@@ -65,6 +65,19 @@ class MatMul(Function):
         return da, db
 
 
+def _linear_error(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> Exception:
+    """Why ``linear`` is refused: shapes that do not fit, or more than one dtype (torch does not promote)."""
+    if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
+        return ValueError(
+            f"linear: input of shape {x.shape} does not fit weight of shape {w.shape} "
+            f"({x.shape[-1] if x.ndim else None} != {w.shape[1] if w.ndim == 2 else None})"
+        )
+    if b is not None and b.shape != (w.shape[0],):
+        return ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
+    dtypes = ", ".join(str(a.dtype) for a in (x, w, b) if a is not None)
+    return RuntimeError(f"linear: input, weight and bias must share one dtype, got {dtypes}")
+
+
 def _matmul_error(a: np.ndarray, b: np.ndarray) -> Exception:
     """Why ``a @ b`` is refused: two dtypes (torch does not promote), a 0-d operand, or shapes that do not fit."""
     if a.dtype != b.dtype:
@@ -96,16 +109,9 @@ class LinearFn(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-        if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
-            raise ValueError(
-                f"linear: input of shape {x.shape} does not fit weight of shape {w.shape} "
-                f"({x.shape[-1] if x.ndim else None} != {w.shape[1] if w.ndim == 2 else None})"
-            )
-        if b is not None and b.shape != (w.shape[0],):
-            raise ValueError(f"linear: bias of shape {b.shape} does not fit weight of shape {w.shape}")
-        if x.dtype != w.dtype or (b is not None and b.dtype != w.dtype):
-            dtypes = ", ".join(str(a.dtype) for a in (x, w, b) if a is not None)
-            raise RuntimeError(f"linear: input, weight and bias must share one dtype, got {dtypes}")
+        if x.ndim == 0 or w.ndim != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype or (
+                b is not None and (b.shape != (w.shape[0],) or b.dtype != w.dtype)):
+            raise _linear_error(x, w, b)
         ctx.save_for_backward(x, w)
         # BEGIN TASK linear_forward
         y = x @ w.T  # (..., in) @ (in, out) -> (..., out)

@@ -49,7 +49,7 @@ class Softmax(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK softmax_backward
         (y,) = ctx.saved_tensors
-        row_sum = np.sum(grad_output * y, axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row
+        row_sum = (grad_output * y).sum(axis=ctx.dim, keepdims=True)  # Σ_j dY_j Y_j, one per row
         grad_input = grad_output - row_sum
         grad_input *= y  # dX = Y ⊙ (dY − Σ_j dY_j Y_j), multiplied in place
         return (grad_input,)
@@ -78,5 +78,5 @@ class LogSoftmax(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         # BEGIN TASK log_softmax_backward
         (y,) = ctx.saved_tensors
-        return (grad_output - np.exp(y) * np.sum(grad_output, axis=ctx.dim, keepdims=True),)
+        return (grad_output - np.exp(y) * grad_output.sum(axis=ctx.dim, keepdims=True),)
         # END TASK
