@@ -131,7 +131,8 @@ def test_docs_gradients_md_is_in_step_with_the_tool():
         assert f"class {function}(" in source, (path, function)
         if "MUTANT_UNDER_TEST" not in os.environ:  # the line itself, in the unmutated source
             assert "def backward" in source.splitlines()[int(line) - 1], (path, line, stale)
-    tool = walkthrough() + "\n" + walkthrough("--mask", "causal") + "\n" + walkthrough("--fused")
+    tool = "\n".join([walkthrough(), walkthrough("--mask", "causal"), walkthrough("--fused"),
+                      walkthrough("--fused", "--kv-len", "7")])
     # every backward formula the prose quotes (a backticked `dZ = ...`) is one the tool prints
     prose = doc.split(begin)[0]
     quoted = re.findall(r"`(d[A-Zhcti][^`\s]* = [^`]*)`", prose)
@@ -232,17 +233,18 @@ def test_cost_view_matches_a_hand_count():
 def test_fused_walkthrough_runs_the_recompute_it_describes():
     args = explain.parser().parse_args(["--fused"])
     _, _, steps = explain.build(args)
-    flash = next(s for s in steps if s.op == "FlashAttention")
+    # self-attention: one product for Q, K and V, FlashAttention on them stacked, and the walkthrough shows that
+    assert [s.op for s in steps][-4:] == ["PackedFlashAttention", "Permute", "Reshape", "LinearFn"]
+    flash = next(s for s in steps if s.op == "PackedFlashAttention")
     B, h, n = args.batch, args.heads, args.seq
     assert all(shape != (B, h, n, n) for _, shape, _ in flash.saved)  # P is not kept: it is recomputed
     text = explain.walkthrough(args)
     assert "the 5 keys come in 3 blocks of up to 2" in text
-    # self-attention: what runs is one product for Q, K and V, and the walkthrough shows that product
-    assert [s.op for s in steps][-6:] == ["GetItem", "GetItem", "GetItem", "Permute", "Reshape", "LinearFn"]
     assert "QKV = X (in_proj_weight)ᵀ + in_proj_bias" in text and "W^Q" not in str(steps)
     assert text.count("✓ matches") == 5 and "DIFFERS" not in text  # W^Q, W^K, W^V: rows of in_proj_weight.grad
     cross = explain.walkthrough(explain.parser().parse_args(["--fused", "--kv-len", "7"]))
     assert "W^Q = in_proj_weight[:16]" in cross and "QKV" not in cross  # cross-attention: three projections
+    assert "[ 4] FlashAttention" in cross
     one_block = explain.walkthrough(explain.parser().parse_args(["--fused", "--seq", "2"]))
     assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
     # and outside the walkthrough the library's own default is back

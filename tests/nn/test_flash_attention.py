@@ -279,6 +279,7 @@ def test_self_attention_without_weights_is_one_packed_product_with_the_composed_
         np.testing.assert_allclose(got, expected, atol=1e-11)
     packed = not (options["add_bias_kv"] or options["add_zero_attn"])  # appended keys take the unpacked path
     assert graphs[1].count("LinearFn") == (2 if packed else 4), graphs[1]
+    assert ("PackedFlashAttention" in graphs[1]) == packed and ("FlashAttention" in graphs[1]) != packed
     assert graphs[0].count("LinearFn") == 4 and "FlashAttention" not in graphs[0]
 
 
@@ -298,3 +299,51 @@ def test_packed_self_attention_draws_the_same_dropout_as_the_unpacked_path():
         np.testing.assert_allclose(got, expected, atol=1e-12)
     ta.manual_seed(11)
     assert not np.allclose(mha.eval()(x, x, x, need_weights=False)[0].array, results[0][0])  # eval: no dropout
+
+
+@pytest.mark.parametrize("block_size", [2, 64])
+@pytest.mark.parametrize("mask_kind", ["none", "float_needs_grad", "blocked_rows"])
+def test_packed_op_equals_flash_attention_on_the_three_slices(rng, block_size, mask_kind):
+    """PackedFlashAttention(qkv) is FlashAttention(qkv[0], qkv[1], qkv[2]): values, dqkv stacked, dM; gradcheck."""
+    from tinyattn.autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
+
+    qkv = leaf(rng, 3, B, H, S, D)
+    mask = None
+    if mask_kind != "none":
+        mask = ta.tensor(rng.standard_normal((S, S)), requires_grad=mask_kind == "float_needs_grad")
+        if mask_kind == "blocked_rows":
+            mask.array[1] = -np.inf  # a query that sees no key
+    options = dict(scale=0.4, is_causal=False, dropout_p=0.0, block_size=block_size, seed=0)
+    upstream = rng.standard_normal((B, H, S, D))
+    packed = PackedFlashAttention.apply(qkv, mask, **options)
+    packed.backward(upstream)
+    got = [packed.array, qkv.grad.array] + ([mask.grad.array] if mask_kind == "float_needs_grad" else [])
+    qkv.grad = None
+    if mask is not None:
+        mask.grad = None
+    q, k, v = qkv.unbind(0)
+    flash = FlashAttention.apply(q, k, v, mask, **options)
+    flash.backward(upstream)
+    expected = [flash.array, qkv.grad.array] + ([mask.grad.array] if mask_kind == "float_needs_grad" else [])
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    inputs = (qkv, mask) if mask_kind == "float_needs_grad" else (qkv,)
+    check(lambda *ts: PackedFlashAttention.apply(ts[0], ts[1] if len(ts) > 1 else mask, **options), *inputs)
+
+
+def test_packed_op_dropout_is_flash_attentions():
+    from tinyattn.autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
+
+    qkv = leaf(np.random.default_rng(4), 3, 2, 2, 5, 3)
+    options = dict(scale=0.5, is_causal=False, dropout_p=0.3, block_size=2, seed=1234)
+    upstream = np.random.default_rng(5).standard_normal((2, 2, 5, 3))
+    results = []
+    for run in (lambda: PackedFlashAttention.apply(qkv, None, **options),
+                lambda: FlashAttention.apply(*qkv.unbind(0), None, **options)):
+        qkv.grad = None
+        out = run()
+        out.backward(upstream)
+        results.append((out.array, qkv.grad.array))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    assert not np.allclose(results[0][0], PackedFlashAttention.apply(qkv, None, **{**options, "dropout_p": 0.0}).array)

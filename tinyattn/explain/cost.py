@@ -75,6 +75,15 @@ def _reduction(forward: int, backward: int) -> Callable[[Step], tuple[int, int]]
 
 def _flash(step: Step) -> tuple[int, int]:
     q, k, v = (_tensor_shape(step, i) for i in range(3))
+    return _flash_cost(q, k, v)
+
+
+def _packed_flash(step: Step) -> tuple[int, int]:
+    qkv = _tensor_shape(step, 0)  # (3, ..., n, d): Q, K and V stacked
+    return _flash_cost(qkv[1:], qkv[1:], qkv[1:])
+
+
+def _flash_cost(q: Shape, k: Shape, v: Shape) -> tuple[int, int]:
     heads, L, d = _numel(q[:-2]), q[-2], q[-1]
     S, d_v = k[-2], v[-1]
     ls = heads * L * S
@@ -88,6 +97,7 @@ COSTS: dict[str, Callable[[Step], tuple[int, int]]] = {
     "MatMul": _matmul,
     "LinearFn": _linear,
     "FlashAttention": _flash,
+    "PackedFlashAttention": _packed_flash,
     "Add": _elementwise(1, 0),
     "Sub": _elementwise(1, 1),
     "Mul": _elementwise(1, 1),
@@ -130,17 +140,20 @@ def _is_attention_sized(shape: Shape | None, attention: tuple[int, int]) -> bool
 def grows_as_n_squared(step: Step, attention: tuple[int, int]) -> tuple[bool, bool]:
     """``(arithmetic, memory)``: does the step compute over, or keep, an ``L × S`` array?"""
     shapes = [step.grad_output_shape, *step.input_shapes, *(s for _, s, _ in step.saved)]
-    arithmetic = step.op == "FlashAttention" or any(_is_attention_sized(s, attention) for s in shapes)
+    flash = step.op in ("FlashAttention", "PackedFlashAttention")
+    arithmetic = flash or any(_is_attention_sized(s, attention) for s in shapes)
     memory = any(_is_attention_sized(s, attention) for _, s, _ in step.saved)
     return arithmetic, memory
 
 
 def cost_table(trace: Trace, attention: tuple[int, int]) -> str:
     """One row per step (FLOPs forward and backward, bytes saved, n² marks) and the totals."""
+    w = max([14] + [len(step.op) for step in trace])  # the op column (PackedFlashAttention is 20)
+    rule = "-" * (90 + w)
     rows = [
-        f"{'step':>4}  {'op':<14} {'output':<18} {'forward FLOPs':>13} {'backward FLOPs':>14} "
+        f"{'step':>4}  {'op':<{w}} {'output':<18} {'forward FLOPs':>13} {'backward FLOPs':>14} "
         f"{'saved for backward':>18}  grows as n²",
-        "-" * 104,
+        rule,
     ]
     total_fwd = total_bwd = sq_flops = 0
     saved_all: dict[int, int] = {}
@@ -159,11 +172,11 @@ def cost_table(trace: Trace, attention: tuple[int, int]) -> str:
         flops = (f"{fwd:>13,} {bwd:>14,}") if cost is not None else f"{'?':>13} {'?':>14}"
         name = step.output.split(" (")[0]
         kept = sum(b for _, _, b in step.saved)
-        rows.append(f"{step.index:>4}  {step.op:<14} {name:<18} {flops} {kept:>16,} B  {mark}")
+        rows.append(f"{step.index:>4}  {step.op:<{w}} {name:<18} {flops} {kept:>16,} B  {mark}")
     total, saved = total_fwd + total_bwd, sum(saved_all.values())
     rows += [
-        "-" * 104,
-        f"{'':>4}  {'total':<14} {'':<18} {total_fwd:>13,} {total_bwd:>14,} {saved:>16,} B",
+        rule,
+        f"{'':>4}  {'total':<{w}} {'':<18} {total_fwd:>13,} {total_bwd:>14,} {saved:>16,} B",
         "",
         f"Terms that grow as n² (L × S = {attention[0]} × {attention[1]}): {sq_flops:,} of {total:,} FLOPs "
         f"({100 * sq_flops / max(total, 1):.0f}%), {sum(saved_sq.values()):,} of {saved:,} saved bytes "

@@ -36,7 +36,7 @@ MHA_GROUPS = {
         ["in_proj_weight", "in_proj_bias", "W^Q", "W^K", "W^V", "b^Q", "b^K", "b^V", "Q", "K", "V", "QKV"],
         "1. project: Q = X W^Qᵀ + b^Q, K = X W^Kᵀ + b^K, V = X W^Vᵀ + b^V",
     ),
-    **dict.fromkeys(["Q_h", "K_h", "V_h", "(K_h)ᵀ"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
+    **dict.fromkeys(["Q_h", "K_h", "V_h", "(K_h)ᵀ", "QKV_h"], "2. split heads: (B, n, E) -> (B, h, n, d_k)"),
     **dict.fromkeys(["QKᵀ", "S", "S_m", "P", "P_drop", "heads"], "3. attention: softmax(Q Kᵀ / √d_k) V"),
     "concat": "4. concat heads: (B, h, n, d_k) -> (B, n, E)",
     **dict.fromkeys(["attn_output", "W^O", "b^O"], "5. output projection: attn_output = concat W^Oᵀ + b^O"),
@@ -157,7 +157,8 @@ def walkthrough(args: argparse.Namespace, built: Built | None = None) -> str:
             *([] if args.kv_len else [
                 "In self-attention Q, K and V also come from one product, as torch computes them on this path:",
                 "QKV = X in_proj_weightᵀ + in_proj_bias (in_proj_weight holds W^Q, W^K, W^V as its rows), cut into",
-                "heads by a view and a permute, and into Q_h, K_h, V_h by three slices.",
+                "heads by a view and a permute: QKV_h is Q_h, K_h and V_h stacked, and PackedFlashAttention is",
+                "FlashAttention on them (its gradient dQKV_h is dQ_h, dK_h and dV_h stacked).",
             ]),
             "",
         ]

@@ -203,16 +203,14 @@ class MultiheadAttention(Module):
 
         ``in_proj_weight`` holds ``W^Q``, ``W^K`` and ``W^V`` as its rows, so step 1 of
         ``F.multi_head_attention`` is one ``LinearFn``: ``[Q K V] = X in_proj_weightᵀ + in_proj_bias``
-        ``(B, n, 3E)``, split into heads by a view and a permute, then into Q_h, K_h and V_h.
-        Step 3 is FlashAttention, steps 4 and 5 are the same: the same result as the composed
-        path, in ten ops instead of nineteen (torch packs the projection for self-attention too).
+        ``(B, n, 3E)``, split into heads by a view and a permute: ``(3, B, h, n, d_k)``, Q_h, K_h and V_h
+        stacked. Step 3 is FlashAttention on them (``F.packed_attention``), steps 4 and 5 are the same: the
+        composed path's result in seven ops instead of nineteen (torch packs the projection for self-attention too).
         """
         B, n, E = x.shape
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).named("QKV")  # (B, n, 3E)
-        qkv_h = qkv.view(B, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, h, n, d_k)
-        q, k, v = qkv_h.unbind(0)  # (B, h, n, d_k) each
-        q.name, k.name, v.name = "Q_h", "K_h", "V_h"
-        heads = F.scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0).named("heads")
+        qkv_h = qkv.view(B, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).named("QKV_h")  # (3,B,h,n,d_k)
+        heads = F.packed_attention(qkv_h, mask, self.dropout if self.training else 0.0).named("heads")  # (B, h, n, d_k)
         concat = heads.transpose(1, 2).reshape(B, n, E).named("concat")  # (B, h, n, d_k) -> (B, n, E)
         return F.linear(concat, self.out_proj.weight, self.out_proj.bias).named("attn_output")  # (B, n, E)
 

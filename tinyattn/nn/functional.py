@@ -23,7 +23,7 @@ import numpy as np
 from ..autograd import Tensor, cat, default_generator, tensor
 from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
-from ..autograd.ops.flash_attention import FlashAttention
+from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
 from ..autograd.ops.matmul import LinearFn
 from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,
@@ -278,6 +278,19 @@ def scaled_dot_product_attention(
     )
 
 
+def packed_attention(qkv: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0) -> Tensor:
+    """``scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], mask, dropout_p)``, on ``qkv (3, ..., n, d)`` as one op.
+
+    ``mask`` is additive, already checked to broadcast to ``(..., n, n)`` (MultiheadAttention's); the keys
+    come in blocks of ``scaled_dot_product_attention``'s default ``block_size``, and dropout draws the
+    same random numbers (see ``PackedFlashAttention``).
+    """
+    block_size = (scaled_dot_product_attention.__kwdefaults__ or {})["block_size"]  # (the explainer shrinks it)
+    seed = int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
+    return PackedFlashAttention.apply(qkv, mask, scale=1.0 / math.sqrt(qkv.shape[-1]), is_causal=False,
+                                      dropout_p=dropout_p, block_size=block_size, seed=seed)
+
+
 __all__ = [
     "additive_mask",
     "attention",
@@ -296,6 +309,7 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "multi_head_attention",
+    "packed_attention",
     "relu",
     "scaled_dot_product_attention",
     "softmax",

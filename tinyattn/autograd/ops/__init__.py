@@ -6,9 +6,10 @@
 - ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather SetItem``
 - ``softmax.py``: ``Softmax LogSoftmax``
-- ``flash_attention.py``: ``FlashAttention``
+- ``flash_attention.py``: ``FlashAttention PackedFlashAttention``
 
-``FlashAttention`` is ``softmax(Q Kᵀ · scale + M) V`` as one op that never stores ``P``.
+``FlashAttention`` is ``softmax(Q Kᵀ · scale + M) V`` as one op that never stores ``P``
+(``PackedFlashAttention``: the same on Q, K and V stacked in one array).
 A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
 ``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays.
 """

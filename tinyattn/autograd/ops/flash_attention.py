@@ -138,7 +138,7 @@ class FlashAttention(Function):
         dk = np.zeros(q_s.shape[:-2] + k.shape[-2:], dtype=k.dtype)
         dv = np.zeros(q_s.shape[:-2] + v.shape[-2:], dtype=v.dtype)
         dmask = None
-        if ctx.needs_input_grad[3]:  # only a mask that requires grad gets one (and then it is L × S)
+        if ctx.needs_input_grad[-1]:  # only a mask (the last input) that requires grad gets one (and then it is L × S)
             dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
         for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
             q_r, do_r = q_s[..., rows, :], d_out[..., rows, :]
@@ -172,6 +172,32 @@ class FlashAttention(Function):
             dmask = unbroadcast(dmask.reshape(dmask.shape[:-4] + (-1,) + dmask.shape[-2:]) if group > 1 else dmask,
                                 (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
         return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
+
+
+class PackedFlashAttention(Function):
+    """FlashAttention on ``qkv (3, ..., n, d)``: Q, K and V stacked in one array, as one in-projection makes them.
+
+    ``O = softmax(Q Kᵀ · scale + M) V`` with ``Q, K, V = qkv[0], qkv[1], qkv[2]``, by ``FlashAttention.forward``;
+    backward stacks its ``dQ``, ``dK``, ``dV`` into ``dqkv``. (Three slices of ``qkv`` would each send back
+    a zero array the size of all of it, to be summed.) ``MultiheadAttention`` runs it for self-attention with
+    ``need_weights=False``. FlashAttention's checks of saved values apply to ``Q``, ``K``, ``V`` as views of ``qkv``.
+    """
+
+    formula = "{out} = softmax(Q Kᵀ · scale + M) V,  [Q, K, V] = {0}  (FlashAttention: saves {out} and LSE, not P)"
+    grad_formulas = (
+        "d{0} = [dQ, dK, dV],  dQ = Σ_j dS_j K[j] · scale,  dK[j] = (dS_j)ᵀ Q · scale,  dV[j] = (P_j)ᵀ d{out}",
+        "dM[:, j] = dS_j",
+    )
+
+    @staticmethod
+    def forward(ctx: Context, qkv: np.ndarray, mask: np.ndarray | None, **options: Any) -> np.ndarray:
+        q, k, v = qkv  # (..., n, d) each, views of qkv
+        return FlashAttention.forward(ctx, q, k, v, mask, **options)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        dq, dk, dv, dmask = FlashAttention.backward(ctx, grad_output)  # (each computed: qkv requires grad)
+        return np.stack((dq, dk, dv)), dmask  # type: ignore[arg-type]  # (3, ..., n, d), like qkv
 
 
 def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:
