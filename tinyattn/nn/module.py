@@ -91,18 +91,16 @@ class Module:
     def named_modules(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """This module and every descendant, with dotted names (this one is ``""``); a shared one once."""
         seen: set[int] = set()
-
-        def walk(module: Module, prefix: str) -> Iterator[tuple[str, Module]]:
+        stack: list[tuple[str, Module]] = [(prefix, self)]  # depth first, each module before its children
+        while stack:
+            name, module = stack.pop()
             if remove_duplicate:
                 if id(module) in seen:
-                    return
+                    continue
                 seen.add(id(module))
-            yield prefix, module
-            for name, child in module._modules.items():
-                if child is not None:
-                    yield from walk(child, f"{prefix}.{name}" if prefix else name)
-
-        yield from walk(self, prefix)
+            yield name, module
+            children = [(f"{name}.{n}" if name else n, c) for n, c in module._modules.items() if c is not None]
+            stack += reversed(children)  # (popped in the order they were registered)
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant."""
