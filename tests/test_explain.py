@@ -249,6 +249,7 @@ def test_fused_walkthrough_runs_the_recompute_it_describes():
     assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
     # and outside the walkthrough the library's own default is back
     assert ta.nn.functional.scaled_dot_product_attention.__kwdefaults__["block_size"] == 128
+    assert ta.nn.functional.packed_attention.__kwdefaults__["block_size"] == 128
 
 
 def test_each_gradient_points_at_the_line_that_computes_it():

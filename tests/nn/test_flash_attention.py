@@ -347,3 +347,15 @@ def test_packed_op_dropout_is_flash_attentions():
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, atol=1e-12)
     assert not np.allclose(results[0][0], PackedFlashAttention.apply(qkv, None, **{**options, "dropout_p": 0.0}).array)
+
+
+def test_packed_attention_refuses_what_is_not_three_stacked_heads(rng):
+    with pytest.raises(ValueError, match=r"qkv must be a Tensor of shape \(3, \.\.\., n, d\), got \(2, 4, 5, 3\)"):
+        F.packed_attention(leaf(rng, 2, 4, 5, 3))
+    with pytest.raises(ValueError, match=r"qkv must be a Tensor of shape \(3, \.\.\., n, d\), got \(3, 5\)"):
+        F.packed_attention(leaf(rng, 3, 5))
+    with pytest.raises(ValueError, match=r"mask of shape \(5, 4\) does not broadcast to the scores' shape \(4, 5, 5\)"):
+        F.packed_attention(leaf(rng, 3, 4, 5, 3), ta.zeros(5, 4))
+    qkv = leaf(rng, 3, 4, 5, 3)
+    np.testing.assert_allclose(F.packed_attention(qkv, ta.zeros(5, 5, dtype=ta.float64)).array,
+                               F.scaled_dot_product_attention(*qkv.unbind(0)).array, atol=1e-12)

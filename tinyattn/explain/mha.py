@@ -54,13 +54,16 @@ def key_blocks(size: int) -> Iterator[None]:
     block FlashAttention keeps ``P`` instead of recomputing it. The walkthrough uses blocks
     smaller than ``n``, so that what runs, and what it shows, is the recompute.
     """
-    defaults = F.scaled_dot_product_attention.__kwdefaults__
-    assert defaults is not None  # its block_size is keyword-only
-    previous, defaults["block_size"] = defaults["block_size"], size
+    # (packed_attention: FlashAttention on self-attention's packed heads); block_size is keyword-only in both
+    defaults = [f.__kwdefaults__ or {} for f in (F.scaled_dot_product_attention, F.packed_attention)]
+    previous = [d["block_size"] for d in defaults]
+    for d in defaults:
+        d["block_size"] = size
     try:
         yield
     finally:
-        defaults["block_size"] = previous
+        for d, p in zip(defaults, previous):
+            d["block_size"] = p
 
 
 def masks(args: argparse.Namespace) -> dict[str, np.ndarray]:

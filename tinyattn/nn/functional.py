@@ -278,14 +278,20 @@ def scaled_dot_product_attention(
     )
 
 
-def packed_attention(qkv: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0) -> Tensor:
+def packed_attention(
+    qkv: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, *, block_size: int = 128
+) -> Tensor:
     """``scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], mask, dropout_p)``, on ``qkv (3, ..., n, d)`` as one op.
 
-    ``mask`` is additive, already checked to broadcast to ``(..., n, n)`` (MultiheadAttention's); the keys
-    come in blocks of ``scaled_dot_product_attention``'s default ``block_size``, and dropout draws the
-    same random numbers (see ``PackedFlashAttention``).
+    ``mask`` is additive (MultiheadAttention's), broadcastable to ``(..., n, n)``; ``block_size`` and the
+    random numbers of dropout are those of ``scaled_dot_product_attention`` (see ``PackedFlashAttention``).
     """
-    block_size = (scaled_dot_product_attention.__kwdefaults__ or {})["block_size"]  # (the explainer shrinks it)
+    if not isinstance(qkv, Tensor) or qkv.ndim < 3 or qkv.shape[0] != 3:
+        got = getattr(qkv, "shape", qkv)
+        raise ValueError(f"packed_attention: qkv must be a Tensor of shape (3, ..., n, d), got {got!r}")
+    if mask is not None and not broadcasts_to(mask.shape, qkv.shape[1:-1] + qkv.shape[-2:-1]):
+        raise ValueError(f"packed_attention: mask of shape {mask.shape} does not broadcast to the scores' shape "
+                         f"{qkv.shape[1:-1] + qkv.shape[-2:-1]}")
     seed = int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
     return PackedFlashAttention.apply(qkv, mask, scale=1.0 / math.sqrt(qkv.shape[-1]), is_causal=False,
                                       dropout_p=dropout_p, block_size=block_size, seed=seed)
