@@ -54,8 +54,10 @@ def key_blocks(size: int) -> Iterator[None]:
     block FlashAttention keeps ``P`` instead of recomputing it. The walkthrough uses blocks
     smaller than ``n``, so that what runs, and what it shows, is the recompute.
     """
-    # (packed_attention: FlashAttention on self-attention's packed heads); block_size is keyword-only in both
-    defaults = [f.__kwdefaults__ or {} for f in (F.scaled_dot_product_attention, F.packed_attention)]
+    # (packed_attention: FlashAttention on self-attention's packed heads); block_size is keyword-only in both.
+    # A function wrapped by a tool that keeps no defaults (mutmut's trampolines) is left as it is.
+    functions = (F.scaled_dot_product_attention, F.packed_attention)
+    defaults = [d for d in (f.__kwdefaults__ for f in functions) if d and "block_size" in d]
     previous = [d["block_size"] for d in defaults]
     for d in defaults:
         d["block_size"] = size
