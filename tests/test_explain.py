@@ -240,16 +240,27 @@ def test_fused_walkthrough_runs_the_recompute_it_describes():
     assert all(shape != (B, h, n, n) for _, shape, _ in flash.saved)  # P is not kept: it is recomputed
     text = explain.walkthrough(args)
     assert "the 5 keys come in 3 blocks of up to 2" in text
-    assert "QKV = X (in_proj_weight)ᵀ + in_proj_bias" in text and "W^Q" not in str(steps)
-    assert text.count("✓ matches") == 5 and "DIFFERS" not in text  # W^Q, W^K, W^V: rows of in_proj_weight.grad
-    cross = explain.walkthrough(explain.parser().parse_args(["--fused", "--kv-len", "7"]))
-    assert "W^Q = in_proj_weight[:16]" in cross and "QKV" not in cross  # cross-attention: three projections
-    assert "[ 4] FlashAttention" in cross
     one_block = explain.walkthrough(explain.parser().parse_args(["--fused", "--seq", "2"]))
     assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
     # and outside the walkthrough the library's own default is back
     assert ta.nn.functional.scaled_dot_product_attention.__kwdefaults__["block_size"] == 128
     assert ta.nn.functional.packed_attention.__kwdefaults__["block_size"] == 128
+
+
+def test_fused_self_attention_walkthrough_shows_the_packed_product_it_runs():
+    text = explain.walkthrough(explain.parser().parse_args(["--fused"]))
+    for line in ("[ 7] LinearFn   QKV = X (in_proj_weight)ᵀ + in_proj_bias",
+                 "[ 6] Reshape    t2 (3, 5, 3, 2, 8) = QKV.",
+                 "[ 5] Permute    QKV_h = t2 (3, 5, 3, 2, 8).permute(p)",
+                 "[ 4] PackedFlashAttention heads = softmax(",
+                 "[ 3] Transpose  t1 (3, 5, 2, 8) = heads.transpose(1, 2)",
+                 "[ 2] Reshape    concat = t1 (3, 5, 2, 8)"):
+        assert line in text, line
+    assert "W^Q = " not in text  # (no slice of in_proj_weight: the product takes all of it)
+    assert text.count("✓ matches") == 5 and "DIFFERS" not in text  # W^Q, W^K, W^V: rows of in_proj_weight.grad
+    cross = explain.walkthrough(explain.parser().parse_args(["--fused", "--kv-len", "7"]))
+    assert "W^Q = in_proj_weight[:16]" in cross and "QKV" not in cross  # cross-attention: three projections
+    assert "[ 4] FlashAttention" in cross
 
 
 def test_each_gradient_points_at_the_line_that_computes_it():

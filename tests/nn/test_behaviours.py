@@ -1,6 +1,7 @@
 """nn and optim behaviours no other test pinned down (found by mutation testing, docs/mutation.md)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -229,3 +230,14 @@ def test_linear_names_the_dtypes_it_got():
         F.linear(ta.ones(2, 3), ta.ones(4, 3, dtype=ta.float64), ta.ones(4, dtype=ta.float64))
     with pytest.raises(RuntimeError, match="share one dtype, got float64, float32$"):
         F.linear(ta.ones(2, 3, dtype=ta.float64), ta.ones(4, 3))
+
+
+@pytest.mark.parametrize("x_shape", [(2, 3), (2, 5, 3)])
+def test_linear_refuses_a_bias_that_does_not_fit_even_one_that_would_broadcast(x_shape):
+    for bias in (ta.ones(1), ta.ones(5), ta.ones(4, 1)):  # (1,) and (4, 1) would broadcast in y += b
+        with pytest.raises(ValueError, match=rf"linear: bias of shape {re.escape(str(bias.shape))} does not fit "
+                                             r"weight of shape \(4, 3\)"):
+            F.linear(ta.ones(*x_shape), ta.ones(4, 3), bias)
+    with pytest.raises(ValueError, match=r"linear: input of shape \(2, 5, 2\) does not fit weight of shape \(4, 3\) "
+                                         r"\(2 != 3\)"):
+        F.linear(ta.ones(2, 5, 2), ta.ones(4, 3), ta.ones(4))

@@ -298,7 +298,9 @@ def test_packed_self_attention_draws_the_same_dropout_as_the_unpacked_path():
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, atol=1e-12)
     ta.manual_seed(11)
-    assert not np.allclose(mha.eval()(x, x, x, need_weights=False)[0].array, results[0][0])  # eval: no dropout
+    evaluated = mha.eval()(x, x, x, need_weights=False)[0].array  # eval: no dropout, the composed path's numbers
+    assert not np.allclose(evaluated, results[0][0])
+    np.testing.assert_allclose(evaluated, mha(x, x, x, need_weights=True)[0].array, atol=1e-12)
 
 
 @pytest.mark.parametrize("block_size", [2, 64])
@@ -350,12 +352,28 @@ def test_packed_op_dropout_is_flash_attentions():
 
 
 def test_packed_attention_refuses_what_is_not_three_stacked_heads(rng):
-    with pytest.raises(ValueError, match=r"qkv must be a Tensor of shape \(3, \.\.\., n, d\), got \(2, 4, 5, 3\)"):
+    with pytest.raises(TypeError, match=r"packed_attention: qkv must be a Tensor, got ndarray"):
+        F.packed_attention(np.zeros((3, 4, 5, 3)))
+    with pytest.raises(ValueError, match=r"qkv must have shape \(3, \.\.\., n, d\), got \(2, 4, 5, 3\)"):
         F.packed_attention(leaf(rng, 2, 4, 5, 3))
-    with pytest.raises(ValueError, match=r"qkv must be a Tensor of shape \(3, \.\.\., n, d\), got \(3, 5\)"):
+    with pytest.raises(ValueError, match=r"qkv must have shape \(3, \.\.\., n, d\), got \(3, 5\)"):
         F.packed_attention(leaf(rng, 3, 5))
+    unbatched = leaf(rng, 3, 5, 4)  # (3, n, d): one head, no batch
+    np.testing.assert_allclose(F.packed_attention(unbatched).array,
+                               F.scaled_dot_product_attention(*unbatched.unbind(0)).array, atol=1e-12)
     with pytest.raises(ValueError, match=r"mask of shape \(5, 4\) does not broadcast to the scores' shape \(4, 5, 5\)"):
         F.packed_attention(leaf(rng, 3, 4, 5, 3), ta.zeros(5, 4))
     qkv = leaf(rng, 3, 4, 5, 3)
     np.testing.assert_allclose(F.packed_attention(qkv, ta.zeros(5, 5, dtype=ta.float64)).array,
                                F.scaled_dot_product_attention(*qkv.unbind(0)).array, atol=1e-12)
+
+
+def test_packed_attention_takes_sdpas_key_blocks_and_no_randomness_without_dropout(rng):
+    qkv = leaf(rng, 3, 1, 129, 2)  # 129 keys: one block of 129 keeps P, blocks of 128 do not
+    for out in (F.packed_attention(qkv), F.scaled_dot_product_attention(*qkv.unbind(0))):
+        assert out.grad_fn.ctx.saved_tensors[-1] is None  # (P, kept only when every key fits in one block)
+    ta.manual_seed(3)
+    expected = ta.randn(3).array
+    ta.manual_seed(3)
+    F.packed_attention(qkv)  # no dropout: the generator is left alone
+    np.testing.assert_array_equal(ta.randn(3).array, expected)

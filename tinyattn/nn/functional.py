@@ -286,9 +286,10 @@ def packed_attention(
     ``mask`` is additive (MultiheadAttention's), broadcastable to ``(..., n, n)``; ``block_size`` and the
     random numbers of dropout are those of ``scaled_dot_product_attention`` (see ``PackedFlashAttention``).
     """
-    if not isinstance(qkv, Tensor) or qkv.ndim < 3 or qkv.shape[0] != 3:
-        got = getattr(qkv, "shape", qkv)
-        raise ValueError(f"packed_attention: qkv must be a Tensor of shape (3, ..., n, d), got {got!r}")
+    if not isinstance(qkv, Tensor):
+        raise TypeError(f"packed_attention: qkv must be a Tensor, got {type(qkv).__name__}")
+    if qkv.ndim < 3 or qkv.shape[0] != 3:
+        raise ValueError(f"packed_attention: qkv must have shape (3, ..., n, d), got {qkv.shape}")
     if mask is not None and not broadcasts_to(mask.shape, qkv.shape[1:-1] + qkv.shape[-2:-1]):
         raise ValueError(f"packed_attention: mask of shape {mask.shape} does not broadcast to the scores' shape "
                          f"{qkv.shape[1:-1] + qkv.shape[-2:-1]}")
