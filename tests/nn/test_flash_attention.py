@@ -358,6 +358,10 @@ def test_packed_attention_refuses_what_is_not_three_stacked_heads(rng):
         F.packed_attention(leaf(rng, 2, 4, 5, 3))
     with pytest.raises(ValueError, match=r"qkv must have shape \(3, \.\.\., n, d\), got \(3, 5\)"):
         F.packed_attention(leaf(rng, 3, 5))
+    with pytest.raises(ValueError, match=r"packed_attention: dropout_p must be in \[0, 1\], got 1.5"):
+        F.packed_attention(leaf(rng, 3, 4, 5, 3), dropout_p=1.5)
+    with pytest.raises(ValueError, match=r"packed_attention: block_size must be a positive int, got 0"):
+        F.packed_attention(leaf(rng, 3, 4, 5, 3), block_size=0)
     unbatched = leaf(rng, 3, 5, 4)  # (3, n, d): one head, no batch
     np.testing.assert_allclose(F.packed_attention(unbatched).array,
                                F.scaled_dot_product_attention(*unbatched.unbind(0)).array, atol=1e-12)

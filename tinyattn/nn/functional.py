@@ -257,10 +257,6 @@ def scaled_dot_product_attention(
     elif batch_q != batch_k:
         hint = "" if enable_gqa else " (pass enable_gqa=True for fewer key/value heads)"
         raise ValueError(f"{op}: query {query.shape} and key {key.shape} differ in their batch dims{hint}")
-    if not (isinstance(block_size, int) and block_size > 0):
-        raise ValueError(f"{op}: block_size must be a positive int, got {block_size!r}")
-    if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
     L, S = query.shape[-2], key.shape[-2]
     mask = None
     if is_causal and attn_mask is not None:
@@ -272,7 +268,7 @@ def scaled_dot_product_attention(
                 f"{op}: attn_mask of shape {mask.shape} does not broadcast to the scores' shape {batch_q + (L, S)}"
             )
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
-    seed = int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
+    seed = _flash_seed(op, block_size, dropout_p)  # (checked last, and drawn only once everything else holds)
     return FlashAttention.apply(
         query, key, value, mask, scale=scale, is_causal=is_causal, dropout_p=dropout_p, block_size=block_size, seed=seed
     )
@@ -293,9 +289,18 @@ def packed_attention(
     if mask is not None and not broadcasts_to(mask.shape, qkv.shape[1:-1] + qkv.shape[-2:-1]):
         raise ValueError(f"packed_attention: mask of shape {mask.shape} does not broadcast to the scores' shape "
                          f"{qkv.shape[1:-1] + qkv.shape[-2:-1]}")
-    seed = int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
+    seed = _flash_seed("packed_attention", block_size, dropout_p)
     return PackedFlashAttention.apply(qkv, mask, scale=1.0 / math.sqrt(qkv.shape[-1]), is_causal=False,
                                       dropout_p=dropout_p, block_size=block_size, seed=seed)
+
+
+def _flash_seed(op: str, block_size: Any, dropout_p: float) -> int:
+    """Check FlashAttention's options; return the seed its dropout masks come from (0, and no draw, without dropout)."""
+    if not (isinstance(block_size, int) and block_size > 0):
+        raise ValueError(f"{op}: block_size must be a positive int, got {block_size!r}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    return int(default_generator().integers(2**63)) if dropout_p > 0.0 else 0
 
 
 __all__ = [
