@@ -42,9 +42,7 @@ class Context:
     """
 
     saved_tensors: tuple[Any, ...] = ()  # (until save_for_backward sets this context's own)
-
-    def __init__(self, needs_input_grad: Sequence[bool] = ()) -> None:
-        self.needs_input_grad = needs_input_grad
+    needs_input_grad: Sequence[bool] = ()  # (Function.apply sets each context's own)
 
     def save_for_backward(self, *arrays: Any) -> None:
         """Keep ``arrays`` for ``backward`` (released after it unless retain_graph)."""
@@ -102,13 +100,18 @@ class Function:
         backward will call (its ``grad_fn``): the op, what forward saved, and the inputs' edges.
         """
         arrays, needs = [], []  # each input's array, and whether it wants a gradient
-        for a in args:  # (a Python number, an ndarray: passed as it is, no gradient)
-            is_tensor = isinstance(a, Tensor)
-            arrays.append(a.array if is_tensor else a)
-            needs.append(is_tensor and a._requires_grad)
-        ctx = Context(needs)
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a.array)
+                needs.append(a._requires_grad)
+            else:  # (a Python number, an ndarray, None: passed as it is, no gradient)
+                arrays.append(a)
+                needs.append(False)
+        ctx = Context()
+        ctx.needs_input_grad = needs
         out = cls.forward(ctx, *arrays, **kwargs)
-        result = Tensor._make(np.asarray(out))  # (forward's own array, or a NumPy scalar made 0-d)
+        result = Tensor.__new__(Tensor)  # (Tensor._make, written out: every op's result passes here)
+        result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
         if cls.is_view and out.base is not None:  # one memory, so one version counter: its base's (as torch)
             result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
@@ -131,19 +134,26 @@ class Node:
 
     __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions", "__weakref__")
 
-    def __init__(self, fn: type[Function], ctx: Context | None, inputs: tuple[Any, ...] = ()) -> None:
-        self.fn, self.ctx = fn, ctx
-        self.retained: weakref.ref | None = None  # the tensor whose .grad gets this node's output gradient
-        self.released = False
-        edges: list[Node | None] = []  # per input: the node its gradient flows into,
-        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
-        for x, need in zip(inputs, ctx.needs_input_grad if ctx else ()):
-            edges.append((x._grad_fn or x.gradient_edge()) if need else None)
-            meta.append((x.array.shape, x.array.dtype) if need else None)
+    fn: type[Function]
+    ctx: Context | None  # (None once released, and for a leaf)
+    retained: weakref.ref | None  # the tensor whose .grad gets this node's output gradient
+    released: bool
+
+    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...]) -> None:
+        self.fn, self.ctx, self.retained, self.released = fn, ctx, None, False
+        edges: list[Node | None] = []  # per input: the node its gradient flows into (the tensor's grad_fn, or
+        meta: list[tuple[Any, Any] | None] = []  # its LeafNode), and its (shape, dtype)
+        for x, need in zip(inputs, ctx.needs_input_grad):
+            if need:
+                edges.append(x._grad_fn or x._leaf_node or x.gradient_edge())
+                meta.append((x.array.shape, x.array.dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
-        self.saved_versions: tuple[tuple[Any, int], ...] = saved_versions(ctx.saved_tensors, inputs) if ctx else ()
+        self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()
 
     @property
     def name(self) -> str:
@@ -162,7 +172,7 @@ class Node:
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
             if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
-                                     or grad.dtype != meta[1]):
+                                     or grad.dtype is not meta[1]):  # (an equal dtype object: _checked)
                 return self._checked(grads)
         return grads
 
@@ -205,8 +215,6 @@ class OverwrittenOutput:
 
 def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """``(tensor, version)`` for each input tensor whose array ``forward`` saved (torch's saved-variable check)."""
-    if not saved:
-        return ()
     versions = []
     for x in inputs:
         if isinstance(x, Tensor):
@@ -247,8 +255,8 @@ class LeafNode(Node):
     __slots__ = ()
 
     def __init__(self, leaf: Any) -> None:
-        super().__init__(AccumulateGrad, None)
-        self.retained = weakref.ref(leaf)
+        self.fn, self.ctx, self.retained, self.released = AccumulateGrad, None, weakref.ref(leaf), False
+        self.edges = self.input_meta = self.saved_versions = ()
 
 
 # ---------------------------------------------------------------------------

@@ -103,7 +103,7 @@ class Tensor(TensorAPI):
     _leaf_node: LeafNode | None = None
     _version = 0  # bumped by every in-place change; a backward that needs the old value refuses
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
-    _requires_grad: bool
+    _requires_grad = False
 
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
         self.array = to_array(data, dtype)

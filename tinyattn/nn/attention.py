@@ -230,18 +230,18 @@ class MultiheadAttention(Module):
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
         """Raise ``ValueError`` naming the shapes if the inputs do not fit; return whether batched."""
-        for name, t, dim in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
-            if not isinstance(t, Tensor) or t.ndim != query.ndim or t.ndim not in (2, 3) or t.shape[-1] != dim:
-                raise self._input_error(name, t, dim, query, key, value)
-        batched = query.ndim == 3
+        if not (isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)):
+            raise self._input_error(query, key, value)
+        q, k, v = query.shape, key.shape, value.shape
+        batched = len(q) == 3
         seq, b = (1, 0) if batched and self.batch_first else (0, 1)
-        if key.shape[seq] != value.shape[seq] or batched and not query.shape[b] == key.shape[b] == value.shape[b]:
-            raise self._input_error("", key, 0, query, key, value, seq=seq, batch=b)
+        if (len(q) not in (2, 3) or len(k) != len(q) or len(v) != len(q)
+                or (q[-1], k[-1], v[-1]) != (self.embed_dim, self.kdim, self.vdim)
+                or k[seq] != v[seq] or batched and not q[b] == k[b] == v[b]):
+            raise self._input_error(query, key, value)
         return batched
 
-    def _input_error(
-        self, name: str, t: Any, dim: int, query: Any, key: Any, value: Any, seq: int = 0, batch: int = 0
-    ) -> Exception:
+    def _input_error(self, query: Any, key: Any, value: Any) -> Exception:
         """The first of the checks ``_check_inputs`` makes that the inputs fail, as an exception naming the shapes."""
         for n, x in (("query", query), ("key", key), ("value", value)):
             if not isinstance(x, Tensor):
@@ -253,9 +253,11 @@ class MultiheadAttention(Module):
                 f"MultiheadAttention: query, key and value must have the same number of dims, got shapes "
                 f"{query.shape}, {key.shape} and {value.shape}"
             )
-        if name:
-            what = "embed_dim" if name == "query" else ("kdim" if name == "key" else "vdim")
-            return ValueError(f"MultiheadAttention: {name} has shape {t.shape}, its last dim must be {what}={dim}")
+        for name, t, what, dim in (("query", query, "embed_dim", self.embed_dim), ("key", key, "kdim", self.kdim),
+                                   ("value", value, "vdim", self.vdim)):
+            if t.shape[-1] != dim:
+                return ValueError(f"MultiheadAttention: {name} has shape {t.shape}, its last dim must be {what}={dim}")
+        seq, batch = (1, 0) if query.ndim == 3 and self.batch_first else (0, 1)
         if key.shape[seq] != value.shape[seq]:
             return ValueError(
                 f"MultiheadAttention: key and value must have the same sequence length, got shapes "

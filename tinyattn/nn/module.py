@@ -99,8 +99,9 @@ class Module:
                     continue
                 seen.add(id(module))
             yield name, module
-            children = [(f"{name}.{n}" if name else n, c) for n, c in module._modules.items() if c is not None]
-            stack += reversed(children)  # (popped in the order they were registered)
+            if module._modules:
+                children = [(f"{name}.{n}" if name else n, c) for n, c in module._modules.items() if c is not None]
+                stack += reversed(children)  # (popped in the order they were registered)
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant."""
