@@ -40,21 +40,25 @@ def topological_order(root: Node) -> list[Node]:
     """The nodes behind ``root``, each before every node that produced one of its inputs."""
     order: list[Node] = []
     visited: set[Node] = set()
-    stack: list[tuple[Node, bool]] = [(root, False)]
+    stack: list[Any] = [root]  # nodes to visit; _INPUTS_DONE above a node: everything behind it is in order
     while stack:
-        node, inputs_done = stack.pop()
-        if inputs_done:
-            order.append(node)
+        node = stack.pop()
+        if node is _INPUTS_DONE:
+            order.append(stack.pop())
         elif node not in visited:
             if node.released:
                 raise _released_error(node)
             visited.add(node)
-            stack.append((node, True))
+            stack.append(node)
+            stack.append(_INPUTS_DONE)
             for edge in node.edges:
                 if edge is not None:  # (one already visited is skipped when popped)
-                    stack.append((edge, False))
+                    stack.append(edge)
     order.reverse()  # output first
     return order
+
+
+_INPUTS_DONE = object()  # (a marker on topological_order's stack)
 
 
 def propagate(

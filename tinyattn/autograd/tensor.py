@@ -209,9 +209,7 @@ class Tensor(TensorAPI):
 
     def backward(self, gradient: ArrayLike | None = None, retain_graph: bool = False) -> None:
         """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``."""
-        from .engine import backward
-
-        backward(self, gradient, retain_graph=retain_graph)
+        engine.backward(self, gradient, retain_graph=retain_graph)
 
     # -- array facts -----------------------------------------------------------
 
@@ -614,3 +612,7 @@ _UFUNC_OPS = {
     np.tanh: Tanh.apply, np.absolute: Abs.apply, np.matmul: MatMul.apply,
 }
 _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}
+
+
+# The backward pass (engine.py), which itself builds on Tensor: imported last, as function.py imports this file.
+from . import engine  # noqa: E402
