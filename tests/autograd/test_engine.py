@@ -113,6 +113,18 @@ def test_the_guard_names_the_op_and_what_its_backward_got_wrong(name, backward, 
         buggy_op(name, backward).apply(x).sum().backward()
 
 
+def test_the_guard_takes_an_equal_dtype_that_is_another_object():
+    # float32 with metadata equals float32 but is not NumPy's float32 dtype object: the guard's quick identity
+    # check sends it to the full comparison, which must accept it (and the gradient must arrive unchanged)
+    tagged = np.dtype(np.float32, metadata={"unit": "m"})
+    op = buggy_op("Tagged", lambda ctx, g: ((g * 2).astype(tagged),))
+    x = ta.ones(2, 3, requires_grad=True)
+    upstream = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    op.apply(x).backward(upstream)
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad.numpy(), upstream * 2)
+
+
 class Square(Function):
     @staticmethod
     def forward(ctx, x):

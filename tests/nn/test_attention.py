@@ -234,6 +234,40 @@ def test_mha_input_errors(shapes, kwargs, pattern):
         m(*tensors, **kwargs)
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize(
+    "make,error,pattern",
+    [
+        (lambda: (np.ones((3, 2, 4), np.float32), ta.ones(3, 2, 4), ta.ones(3, 2, 4)), TypeError,
+         r"query must be a Tensor, got ndarray"),
+        (lambda: (ta.ones(3, 2, 4), ta.ones(3, 2, 4), [[1.0]]), TypeError, r"value must be a Tensor, got list"),
+        (lambda: (ta.ones(1, 3, 2, 4),) * 3, ValueError, r"query must be 2-D \(unbatched\) or 3-D, got shape \(1, 3, 2, 4\)"),
+        (lambda: (ta.ones(4),) * 3, ValueError, r"query must be 2-D \(unbatched\) or 3-D, got shape \(4,\)"),
+        (lambda: (ta.ones(3, 2, 4), ta.ones(3, 2, 4), ta.ones(3, 2, 5)), ValueError,
+         r"value has shape \(3, 2, 5\), its last dim must be vdim=4"),
+        # several mistakes at once: the first check that fails is the one named
+        (lambda: (ta.ones(3, 2, 5), ta.ones(4, 2, 6), ta.ones(3, 1, 4)), ValueError, r"query has shape"),
+    ],
+)
+def test_mha_input_errors_name_the_first_failing_check(make, error, pattern, batch_first):
+    m = nn.MultiheadAttention(4, 2, batch_first=batch_first)
+    with pytest.raises(error, match="MultiheadAttention: " + pattern):
+        m(*make())
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_mha_batch_and_length_checks_follow_the_layout(batch_first):
+    m = nn.MultiheadAttention(4, 2, batch_first=batch_first)
+    def laid_out(B, n):  # (B, n, E) with batch_first, else (n, B, E)
+        return ta.ones(B, n, 4) if batch_first else ta.ones(n, B, 4)
+    with pytest.raises(ValueError, match=r"batch sizes differ"):
+        m(laid_out(2, 3), laid_out(5, 3), laid_out(5, 3))
+    with pytest.raises(ValueError, match=r"same sequence length"):
+        m(laid_out(2, 3), laid_out(2, 3), laid_out(2, 4))
+    out, _ = m(laid_out(2, 3), laid_out(2, 5), laid_out(2, 5))  # queries and keys may differ in length
+    assert out.shape == laid_out(2, 3).shape
+
+
 def test_mha_mask_dtype_and_is_causal_errors():
     m = nn.MultiheadAttention(4, 2)
     x = ta.ones(3, 2, 4)
