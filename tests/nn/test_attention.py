@@ -240,7 +240,11 @@ def test_mha_input_errors(shapes, kwargs, pattern):
     [
         (lambda: (np.ones((3, 2, 4), np.float32), ta.ones(3, 2, 4), ta.ones(3, 2, 4)), TypeError,
          r"query must be a Tensor, got ndarray"),
+        (lambda: (ta.ones(3, 2, 4), None, ta.ones(3, 2, 4)), TypeError, r"key must be a Tensor, got NoneType"),
         (lambda: (ta.ones(3, 2, 4), ta.ones(3, 2, 4), [[1.0]]), TypeError, r"value must be a Tensor, got list"),
+        # a 2-D value beside 3-D query and key, though every size it has would fit: still refused
+        (lambda: (ta.ones(3, 4, 4), ta.ones(3, 4, 4), ta.ones(3, 4)), ValueError,
+         r"query, key and value must have the same number of dims"),
         (lambda: (ta.ones(1, 3, 2, 4),) * 3, ValueError,
          r"query must be 2-D \(unbatched\) or 3-D, got shape \(1, 3, 2, 4\)"),
         (lambda: (ta.ones(4),) * 3, ValueError, r"query must be 2-D \(unbatched\) or 3-D, got shape \(4,\)"),
@@ -261,7 +265,7 @@ def test_mha_batch_and_length_checks_follow_the_layout(batch_first):
     m = nn.MultiheadAttention(4, 2, batch_first=batch_first)
     def laid_out(B, n):  # (B, n, E) with batch_first, else (n, B, E)
         return ta.ones(B, n, 4) if batch_first else ta.ones(n, B, 4)
-    with pytest.raises(ValueError, match=r"batch sizes differ"):
+    with pytest.raises(ValueError, match=rf"batch sizes differ: .* \(batch dim {0 if batch_first else 1}\)"):
         m(laid_out(2, 3), laid_out(5, 3), laid_out(5, 3))
     with pytest.raises(ValueError, match=r"same sequence length"):
         m(laid_out(2, 3), laid_out(2, 3), laid_out(2, 4))
