@@ -1,9 +1,11 @@
 """The benchmark's three implementations compute the same thing (no timing here: see benchmarks/)."""
 
 import os
+import shutil
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 
@@ -52,3 +54,17 @@ def test_bench_kv_cache_prints_both_rates_per_length():
                          capture_output=True, text=True, check=True, timeout=120).stdout
     rows = [line.split() for line in out.splitlines() if re.match(r"^\s+\d+\s", line)]
     assert [r[0] for r in rows] == ["4", "6"] and all(r[3].endswith("x") for r in rows), out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="count_instructions needs valgrind")
+def test_instruction_counts_repeat_and_see_the_fused_path_do_less():
+    """What count_instructions.py promises: the same count run after run (unlike a time), and a difference
+    between two pieces of code doing different work (the fused path runs 7 ops where the composed runs 25)."""
+    import count_instructions
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    composed = [count_instructions.per_call(here, "tinyattn", "3,5,16,2", True, 5) for _ in range(2)]
+    fused = count_instructions.per_call(here, "tinyattn", "3,5,16,2", False, 5)
+    assert abs(composed[0] - composed[1]) < 1e-3 * composed[0], composed
+    assert fused < 0.8 * composed[0], (fused, composed)
