@@ -14,6 +14,24 @@ def test_an_overwritten_output_a_backward_needs_is_named_in_the_refusal():
         y.backward(ta.ones(3))
 
 
+def test_an_overwritten_output_keeps_the_check_on_the_saved_input():
+    # a ** e (e a tensor) saves its input and its output, in torch too: changing both in place, the refusal
+    # names the input (as torch's does), so the output's check was added beside the input's, not instead of it
+    x = ta.ones(3, requires_grad=True)
+    e = ta.full((3,), 3.0, requires_grad=True)
+    a = x * 2.0
+    y = a ** e
+    a.mul_(2.0)
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"\[Tensor of shape \(3,\)\] is at version 1; expected version 0"):
+        y.backward(ta.ones(3))
+    b = x * 2.0
+    z = b ** e
+    z.add_(1.0)  # the output alone
+    with pytest.raises(RuntimeError, match=r"\[the output of Pow of shape \(3,\)\] is at version"):
+        z.backward(ta.ones(3))
+
+
 def test_a_view_of_a_view_shares_its_root_s_version_counter():
     torch = pytest.importorskip("torch")
     for lib in (ta, torch):
