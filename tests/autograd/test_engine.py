@@ -125,6 +125,26 @@ def test_the_guard_takes_an_equal_dtype_that_is_another_object():
     np.testing.assert_array_equal(x.grad.numpy(), upstream * 2)
 
 
+def test_needs_input_grad_is_one_bool_per_input_as_in_torch():
+    seen = []
+
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, factor, y):
+            seen.append(list(ctx.needs_input_grad))
+            return x * factor + y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, None, None
+
+    x, y = ta.ones(2, requires_grad=True), ta.ones(2)
+    Scale.apply(x, 3.0, y)  # a tensor that wants a gradient, a Python number, a tensor that does not
+    Scale.apply(y, np.float32(2.0), x)
+    assert seen == [[True, False, False], [False, False, True]]
+    assert all(type(need) is bool for needs in seen for need in needs)
+
+
 class Square(Function):
     @staticmethod
     def forward(ctx, x):
