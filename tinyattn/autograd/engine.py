@@ -36,6 +36,9 @@ def _released_error(node: Node) -> RuntimeError:
     )
 
 
+_INPUTS_DONE = object()  # (a marker on topological_order's stack)
+
+
 def topological_order(root: Node) -> list[Node]:
     """The nodes behind ``root``, each before every node that produced one of its inputs."""
     order: list[Node] = []
@@ -56,9 +59,6 @@ def topological_order(root: Node) -> list[Node]:
                     stack.append(edge)
     order.reverse()  # output first
     return order
-
-
-_INPUTS_DONE = object()  # (a marker on topological_order's stack)
 
 
 def propagate(

@@ -141,11 +141,11 @@ class Node:
 
     def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...]) -> None:
         self.fn, self.ctx, self.retained, self.released = fn, ctx, None, False
-        edges: list[Node | None] = []  # per input: the node its gradient flows into (the tensor's grad_fn, or
-        meta: list[tuple[Any, Any] | None] = []  # its LeafNode), and its (shape, dtype)
+        edges: list[Node | None] = []  # per input: the node its gradient flows into (its grad_fn, or a leaf's node),
+        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
         for x, need in zip(inputs, ctx.needs_input_grad):
             if need:
-                edges.append(x._grad_fn or x._leaf_node or x.gradient_edge())
+                edges.append(x._grad_fn or x._leaf_node or x.gradient_edge())  # (gradient_edge() makes a leaf's)
                 meta.append((x.array.shape, x.array.dtype))
             else:
                 edges.append(None)
@@ -172,7 +172,7 @@ class Node:
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
             if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
-                                     or grad.dtype is not meta[1]):  # (an equal dtype object: _checked)
+                                     or grad.dtype is not meta[1]):  # (another dtype object: _checked compares)
                 return self._checked(grads)
         return grads
 
