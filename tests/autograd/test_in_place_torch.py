@@ -261,3 +261,67 @@ def test_the_classic_slip_is_caught_in_multihead_attention():
     opt.step()  # between the forward and its backward: the weights the forward saved have changed
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+VIEW_STEPS = [  # each works on any shape; torch returns a view for some and a copy for others
+    lambda t: t.transpose(0, -1),
+    lambda t: t.reshape(-1),
+    lambda t: t.reshape(t.shape[-1], -1),
+    lambda t: t.unsqueeze(0),
+    lambda t: t[1:],
+    lambda t: t.permute(*reversed(range(t.dim()))),
+    lambda t: t.flatten(0, 1) if t.dim() > 1 else t.reshape(1, -1),  # (torch's flatten of one dim returns t itself)
+]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_result_is_a_view_exactly_when_torchs_is(seed):
+    """Reshaping a transposed tensor copies (in torch and in NumPy): the copy has its own memory and version
+    counter, so an in-place change to it in the graph is allowed and its input's version does not move."""
+    rng = np.random.default_rng(seed)
+    first = [VIEW_STEPS[int(rng.choice([0, 5]))]] if rng.random() < 0.5 else []  # transposed first: more copies
+    chain = first + [VIEW_STEPS[i] for i in rng.integers(len(VIEW_STEPS), size=int(rng.integers(1, 4)))]
+    start = rng.standard_normal((2, 3, 4))
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(start, requires_grad=True)
+        y = x * 1.5
+        v = y
+        for step in chain:
+            v = step(v)
+        is_view = v._base is not None
+        upstream = lib.tensor(np.random.default_rng(seed).standard_normal(tuple(v.shape)))
+        try:
+            v.add_(upstream)
+            (v * upstream).sum().backward()
+            outcome = x.grad.numpy()
+        except RuntimeError as err:
+            outcome = str(err)
+        with lib.no_grad():  # under no_grad an in-place change through a view changes its base
+            b = lib.tensor(start)
+            w = b
+            for step in chain:
+                w = step(w)
+            w.add_(1.0)
+        results.append((is_view, outcome, b.numpy().copy()))
+    (ours_view, ours, ours_base), (torch_view, theirs, their_base) = results
+    assert ours_view == torch_view
+    np.testing.assert_array_equal(ours_base, their_base)
+    if torch_view:  # torch records an in-place change to a view in the graph; here it is refused clearly
+        assert "an in-place change to a view" in ours
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_merging_heads_copies_and_the_copy_is_not_a_view_as_torch():
+    """MultiheadAttention's step 4, ``heads.transpose(1, 2).reshape(B, L, E)``: a copy in torch and here. As a view
+    it would keep ``heads`` alive as long as the output projection keeps the copy for its backward."""
+    start = np.random.default_rng(0).standard_normal((2, 3, 5, 4))  # (B, h, L, d_k)
+    for lib in (ta, torch):
+        heads = lib.tensor(start, requires_grad=True) * 2
+        concat = heads.transpose(1, 2).reshape(2, 5, 12)
+        assert concat._base is None, lib.__name__
+        version = heads._version
+        concat.mul_(3)  # in place on a copy in the graph: allowed, and heads is untouched
+        assert heads._version == version
+        np.testing.assert_allclose(np.asarray(heads.detach().numpy()), 2 * start)

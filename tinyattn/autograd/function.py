@@ -112,7 +112,9 @@ class Function:
         out = cls.forward(ctx, *arrays, **kwargs)
         result = Tensor.__new__(Tensor)  # (Tensor._make, written out: every op's result passes here)
         result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
-        if cls.is_view and out.base is not None:  # one memory, so one version counter: its base's (as torch)
+        if cls.is_view and out.base is not None and (out.base is arrays[0] or out.base is arrays[0].base):
+            # a view of its input (not a copy NumPy made, as reshaping a transposed array does): one memory,
+            # so one version counter, its base's (as torch)
             result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
             result._requires_grad = True
