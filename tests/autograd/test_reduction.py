@@ -73,6 +73,9 @@ def test_mean_of_integers_and_bools_is_float64(values, dtype):
         out = ta.tensor(np.array(values, dtype=dtype)).mean(dim=dim)
         assert out.dtype == np.float64
         assert out.item() == pytest.approx(np.mean(values))
+    rows = ta.tensor(np.array([values, values[::-1]], dtype=dtype)).mean(dim=1)  # an array, not a number
+    assert rows.dtype == np.float64
+    np.testing.assert_allclose(rows.array, [np.mean(values)] * 2)
 
 
 def test_mean_over_nothing_is_nan_without_a_numpy_warning():

@@ -46,7 +46,7 @@ class Mean(Function):
         ctx.dims = normalize_dims("mean", dim, x.ndim)
         ctx.keepdim, ctx.shape = keepdim, x.shape
         ctx.count = math.prod(x.shape[d] for d in ctx.dims)
-        total = x.sum(axis=ctx.dims, keepdims=keepdim, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
+        total = x.sum(axis=ctx.dims, keepdims=keepdim, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
         total /= ctx.count or np.nan  # in place: one result-sized array, not two (of nothing: nan, as torch)
         return total
 
