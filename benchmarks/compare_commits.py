@@ -4,11 +4,16 @@ forward+backward at one size, both paths (composed: need_weights=True; fused: ne
     python benchmarks/compare_commits.py 3f5c6c0              # a commit of this repository
     python benchmarks/compare_commits.py /path/to/checkout    # or another checkout
     python benchmarks/compare_commits.py HEAD~3 --size 8,64,128,8 --rounds 60
+    python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 400   # as bench_mha times
 
 The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
 only), so both run in the same process, pinned to one CPU with BLAS on one thread, round after round
 alternating between them (a noisy machine slows both alike). It prints the median time of each and
 the ratio new / old per path: what "0.6x of today's time" is measured with.
+
+By default a sample is 50 calls in a row, warm. ``--repeat 1 --pause 0.003`` times one call after a
+short sleep instead, as ``bench_mha.py`` does: the cost of a single call whose code and data the
+caches no longer hold, larger and closer to what one step of a student's script pays.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ def main() -> None:
     parser.add_argument("--size", default="3,5,16,2", help="B,n,E,h (default: the chapter's 3,5,16,2)")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to sleep before each sample (bench_mha.py times one call after 0.003 s)")
     args = parser.parse_args()
     B, n, E, h = (int(v) for v in args.size.split(","))
     from bench_mha import pin  # (this folder is the script's, first on sys.path)
@@ -93,11 +100,13 @@ def main() -> None:
             fn()  # warm up
         for _ in range(args.rounds):
             for key, fn in runs.items():
+                time.sleep(args.pause)
                 start = time.perf_counter()
                 for _ in range(args.repeat):
                     fn()
                 times[key].append((time.perf_counter() - start) / args.repeat)
-    print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls, medians")
+    pause = f", each after a {args.pause} s pause" if args.pause else ""
+    print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls{pause}, medians")
     for path in ("composed", "fused"):
         new, old = (statistics.median(times[label, path]) for label in ("new", "old"))
         print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.2f}")

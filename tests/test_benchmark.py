@@ -41,6 +41,9 @@ def test_compare_commits_times_two_checkouts_side_by_side():
     out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "2"], capture_output=True,
                          text=True, check=True, timeout=120).stdout
     assert "composed: new" in out and "fused: new" in out and "new/old =" in out
+    out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "1", "--pause", "0.001"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
 
 def test_bench_kv_cache_prints_both_rates_per_length():
