@@ -192,6 +192,24 @@ def test_zero_grad_sets_none_by_default_as_torch():
     assert model.weight.grad is not None and not model.weight.grad.any()
 
 
+@pytest.mark.parametrize("who", ["module", "optimizer"])
+def test_zero_grad_without_none_zeroes_the_same_memory_as_torch(who):
+    """set_to_none=False zeroes .grad in place: the same tensor, and a view or .numpy() of it reads the zeros."""
+    versions = []
+    for lib in (ta, torch):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(3, 2)
+        model(lib.ones(4, 3)).sum().backward()
+        grad = model.weight.grad
+        array, row, before = grad.numpy(), grad[0], grad._version
+        forget = model.zero_grad if who == "module" else lib.optim.SGD(model.parameters(), lr=0.1).zero_grad
+        forget(set_to_none=False)
+        assert model.weight.grad is grad
+        assert not array.any() and not row.numpy().any()
+        versions.append(grad._version - before)
+    assert versions[0] == versions[1]
+
+
 def test_an_in_place_change_to_a_view_in_the_graph_is_refused_clearly():
     x = ta.randn(3, 4, requires_grad=True)
     y = x * 2
@@ -270,7 +288,8 @@ VIEW_STEPS = [  # each works on any shape; torch returns a view for some and a c
     lambda t: t.unsqueeze(0),
     lambda t: t[1:],
     lambda t: t.permute(*reversed(range(t.dim()))),
-    lambda t: t.flatten(0, 1) if t.dim() > 1 else t.reshape(1, -1),  # (torch's flatten of one dim returns t itself)
+    lambda t: t.flatten(0, 1) if t.dim() > 1 else t.flatten(),
+    lambda t: t.flatten(-1, -1),  # one dim to merge: torch returns t itself, no view
 ]
 
 

@@ -470,8 +470,9 @@ class Tensor(TensorAPI):
         return Reshape.apply(self, shape=_shape_arg(shape), op="view")
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-        """Merge dims ``start_dim..end_dim`` into one."""
-        return Reshape.apply(self, shape=_flat_shape(self.shape, start_dim, end_dim))
+        """Merge dims ``start_dim..end_dim`` into one; with one dim to merge, the tensor itself (as torch)."""
+        shape = _flat_shape(self.shape, start_dim, end_dim)
+        return self if shape == self.shape else Reshape.apply(self, shape=shape)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (of a 0-d tensor, dims 0 and -1 are the same one: nothing moves)."""

@@ -278,12 +278,13 @@ class Module:
 
 
 def forget_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
-    """``zero_grad`` of a module and of an optimizer: each ``.grad`` set to None, or to zeros."""
+    """``zero_grad`` of a module and of an optimizer: each ``.grad`` set to None, or zeroed in place (as torch:
+    the same tensor and memory, so a view or ``.numpy()`` of it reads the zeros)."""
     for p in params:
         if set_to_none:
             p.grad = None
         elif p.grad is not None:
-            p.grad.array = np.zeros_like(p.grad.array)
+            p.grad.zero_()
 
 
 def to_numpy(value: Any) -> np.ndarray:
