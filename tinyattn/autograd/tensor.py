@@ -5,8 +5,8 @@ to it records a graph node (see ``function.py``); ``backward()`` walks that grap
 from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
 
 Each method below is one line that calls an op; the op's class (``ops/*.py``)
-holds the forward and the backward formula side by side. ``record`` at the end
-of this file is what ``Function.apply`` runs: unwrap, forward, wrap, record.
+holds the forward and the backward formula side by side, and ``Function.apply``
+(``function.py``) runs it: unwrap the arrays, forward, wrap the result, record its node.
 """
 
 from __future__ import annotations
