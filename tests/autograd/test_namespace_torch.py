@@ -399,3 +399,23 @@ def test_an_assigned_value_gets_its_gradient_in_its_own_dtype_and_shape_as_in_to
     for (ours, our_dtype), (theirs, their_dtype) in zip(*grads):
         assert str(their_dtype) == f"torch.{our_dtype}" and ours.shape == theirs.shape
         np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_norm_gradient_where_the_norm_is_zero_is_zero_even_in_reused_memory(keepdim):
+    """A zero row's norm has gradient 0 (torch's choice). The op divides only where the norm is not 0, so
+    the other elements must be zeros it wrote: NumPy hands a new array memory an old one left behind, and
+    here that memory is poisoned with nan first (without the zeros, the gradient would read nan)."""
+    x_np = R.standard_normal((4, 3))
+    x_np[[0, 2]] = 0.0
+    upstream = R.standard_normal((4, 1) if keepdim else (4,))
+    grads = []
+    for lib in (ta, torch):
+        x = lib.tensor(x_np, requires_grad=True)
+        out = x.norm(dim=1, keepdim=keepdim)
+        poison = [np.full(upstream.shape, np.nan) for _ in range(16)]  # freed below: their memory is reused
+        del poison
+        out.backward(lib.tensor(upstream))
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=0)
+    assert not grads[0][[0, 2]].any()
