@@ -124,6 +124,7 @@ def test_split_and_chunk_refuse_sizes_below_one():
     (lambda x: x.flatten(5), "flatten"), (lambda x: x.flatten(0, 5), "flatten"), (lambda x: x.max(dim=5), "max"),
     (lambda x: x.min(dim=5), "min"), (lambda x: x.sum(dim=5), "sum"), (lambda x: x.mean(dim=5), "mean"),
     (lambda x: x.var(dim=5), "var"), (lambda x: x.amax(dim=5), "amax"), (lambda x: x.softmax(dim=5), "softmax"),
+    (lambda x: x.norm(dim=5), "norm"), (lambda x: x.log_softmax(dim=5), "log_softmax"),
 ])
 def test_every_dim_argument_is_checked_and_named(call, op):
     with pytest.raises(IndexError, match=rf"^{op}: dim 5 is out of range for a tensor with 2 dimensions"):
