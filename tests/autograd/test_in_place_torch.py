@@ -210,6 +210,21 @@ def test_zero_grad_without_none_zeroes_the_same_memory_as_torch(who):
     assert versions[0] == versions[1]
 
 
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_zero_grad_without_none_cuts_a_grad_that_requires_grad_out_of_its_graph_as_torch(in_graph):
+    """A .grad assigned by hand may require grad (a leaf, or a result in a graph): zeroing it in place would be
+    an in-place change to such a tensor, so torch detaches it first; its memory is zeroed all the same."""
+    for lib in (ta, torch):
+        model = lib.nn.Linear(2, 2)
+        source = lib.ones(2, 2, requires_grad=True)
+        model.weight.grad = source * 3 if in_graph else source
+        memory = model.weight.grad.detach()
+        model.zero_grad(set_to_none=False)
+        grad = model.weight.grad
+        assert not grad.requires_grad and grad.grad_fn is None
+        assert grad.tolist() == [[0.0, 0.0], [0.0, 0.0]] and memory.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
 def test_an_in_place_change_to_a_view_in_the_graph_is_refused_clearly():
     x = ta.randn(3, 4, requires_grad=True)
     y = x * 2

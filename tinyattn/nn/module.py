@@ -284,6 +284,8 @@ def forget_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
         if set_to_none:
             p.grad = None
         elif p.grad is not None:
+            if p.grad.requires_grad:  # (a .grad assigned by hand may be in a graph: torch cuts it out first)
+                p.grad = p.grad.detach()
             p.grad.zero_()
 
 
