@@ -284,7 +284,8 @@ def forget_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
         if set_to_none:
             p.grad = None
         elif p.grad is not None:
-            if p.grad.requires_grad:  # (a .grad assigned by hand may be in a graph: torch cuts it out first)
+            if p.grad.requires_grad:  # a .grad assigned by hand may be in a graph: cut out first, as torch
+                # (whose detach_ keeps the tensor object; here a detached tensor on the same memory replaces it)
                 p.grad = p.grad.detach()
             p.grad.zero_()
 
