@@ -76,7 +76,7 @@ class Permute(Function):
             raise ValueError(
                 f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims of shape {x.shape}"
             )
-        ctx.inverse = tuple(np.argsort(perm))
+        ctx.inverse = tuple(perm.index(i) for i in range(x.ndim))  # where each input dim went: its way back
         return x.transpose(perm)
 
     @staticmethod
