@@ -81,7 +81,7 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        return (np.transpose(grad_output, ctx.inverse),)
+        return (grad_output.transpose(ctx.inverse),)
 
 
 class Unsqueeze(Function):
