@@ -76,7 +76,7 @@ class Permute(Function):
             raise ValueError(
                 f"permute: dims {tuple(dims)} are not a permutation of the {x.ndim} dims of shape {x.shape}"
             )
-        ctx.inverse = tuple(perm.index(i) for i in range(x.ndim))  # where each input dim went: its way back
+        ctx.inverse = tuple(perm.index(i) for i in range(x.ndim))  # inverse[i]: where input dim i went in the output
         return x.transpose(perm)
 
     @staticmethod
