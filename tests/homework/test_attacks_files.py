@@ -71,7 +71,7 @@ def replace_with(link):
 def test_a_linked_or_special_task_file_earns_nothing_and_the_honest_task_keeps_its_points(
         assignment, tmp_path, attack, submit, said):
     results, log = grade(assignment, tmp_path, submit)
-    assert results["score"] == points(assignment, "adam_step"), attack
+    assert results["score"] == points(assignment, "adam_step"), (attack, log[-3000:])
     assert all(t["status"] == "passed" for t in by_task(results, "adam_step"))
     softmax = by_task(results, "softmax_backward")
     assert softmax and all(t["score"] == 0 for t in softmax), attack
