@@ -5,6 +5,7 @@ forward+backward at one size, both paths (composed: need_weights=True; fused: ne
     python benchmarks/compare_commits.py /path/to/checkout    # or another checkout
     python benchmarks/compare_commits.py HEAD~3 --size 8,64,128,8 --rounds 60
     python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 400   # as bench_mha times
+    python benchmarks/compare_commits.py f825cbd --after-torch --rounds 400   # as bench_mha's composed call runs
 
 The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
 only), so both run in the same process, pinned to one CPU with BLAS on one thread, round after round
@@ -14,6 +15,12 @@ the ratio new / old per path: what "0.6x of today's time" is measured with.
 By default a sample is 50 calls in a row, warm. ``--repeat 1 --pause 0.003`` times one call after a
 short sleep instead, as ``bench_mha.py`` does: the cost of a single call whose code and data the
 caches no longer hold, larger and closer to what one step of a student's script pays.
+
+``--after-torch`` times one call right after a torch MultiheadAttention forward+backward (and the
+pause), in a shuffled order each round: the position of bench_mha's composed call, whose first use of
+each NumPy routine then runs from cold caches. Two copies of the same code differ by about 2% there
+(the copy imported first is the slower; now and then a run differs by 6-8%): run it twice, and read a
+change below that as noise.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -70,6 +78,22 @@ def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ig
     return run
 
 
+def torch_runner(B: int, n: int, E: int, h: int):  # type: ignore[no-untyped-def]
+    """One torch MultiheadAttention forward+backward (``need_weights=False``), as bench_mha runs torch."""
+    import torch
+
+    mha = torch.nn.MultiheadAttention(E, h, batch_first=True)
+    x, dy = torch.randn(B, n, E), torch.randn(B, n, E)
+
+    def run() -> None:
+        mha.zero_grad()
+        xr = x.clone().requires_grad_()
+        y, _ = mha(xr, xr, xr, need_weights=False)
+        y.backward(dy)
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("other", help="a commit (e.g. HEAD~1) or the path of another checkout")
@@ -78,8 +102,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
     parser.add_argument("--pause", type=float, default=0.0,
                         help="seconds to sleep before each sample (bench_mha.py times one call after 0.003 s)")
+    parser.add_argument("--after-torch", action="store_true",
+                        help="run torch's MultiheadAttention before each sample (one call each, 0.003 s pause)")
     args = parser.parse_args()
     B, n, E, h = (int(v) for v in args.size.split(","))
+    if args.after_torch:
+        args.repeat, args.pause = 1, args.pause or 0.003
     from bench_mha import pin  # (this folder is the script's, first on sys.path)
 
     print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
@@ -98,14 +126,22 @@ def main() -> None:
         times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
         for fn in runs.values():
             fn()  # warm up
+        before = torch_runner(B, n, E, h) if args.after_torch else None
+        order, shuffle = list(runs), random.Random(0).shuffle
         for _ in range(args.rounds):
-            for key, fn in runs.items():
+            if before is not None:
+                shuffle(order)  # (each sample follows torch's call, whatever ran before that)
+            for key in order:
+                fn = runs[key]
+                if before is not None:
+                    before()
                 time.sleep(args.pause)
                 start = time.perf_counter()
                 for _ in range(args.repeat):
                     fn()
                 times[key].append((time.perf_counter() - start) / args.repeat)
     pause = f", each after a {args.pause} s pause" if args.pause else ""
+    pause = f", each after torch's call{pause}" if args.after_torch else pause
     print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls{pause}, medians")
     for path in ("composed", "fused"):
         new, old = (statistics.median(times[label, path]) for label in ("new", "old"))

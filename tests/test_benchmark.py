@@ -46,6 +46,20 @@ def test_compare_commits_times_two_checkouts_side_by_side():
     assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
 
+def test_compare_commits_can_time_each_call_right_after_torchs():
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                          "compare_commits.py")
+    root = os.path.dirname(os.path.dirname(script))
+    out = subprocess.run([sys.executable, script, root, "--after-torch", "--rounds", "2"], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    assert "2 interleaved rounds of 1 calls, each after torch's call, each after a 0.003 s pause" in out, out
+    assert out.count("new/old =") == 2
+
+
 def test_bench_kv_cache_prints_both_rates_per_length():
     import re
     import subprocess
