@@ -78,22 +78,6 @@ def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ig
     return run
 
 
-def torch_runner(B: int, n: int, E: int, h: int):  # type: ignore[no-untyped-def]
-    """One torch MultiheadAttention forward+backward (``need_weights=False``), as bench_mha runs torch."""
-    import torch
-
-    mha = torch.nn.MultiheadAttention(E, h, batch_first=True)
-    x, dy = torch.randn(B, n, E), torch.randn(B, n, E)
-
-    def run() -> None:
-        mha.zero_grad()
-        xr = x.clone().requires_grad_()
-        y, _ = mha(xr, xr, xr, need_weights=False)
-        y.backward(dy)
-
-    return run
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("other", help="a commit (e.g. HEAD~1) or the path of another checkout")
@@ -108,7 +92,7 @@ def main() -> None:
     B, n, E, h = (int(v) for v in args.size.split(","))
     if args.after_torch:
         args.repeat, args.pause = 1, args.pause or 0.003
-    from bench_mha import pin  # (this folder is the script's, first on sys.path)
+    from bench_mha import make_runners, pin  # (this folder is the script's, first on sys.path)
 
     print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
     sys.path.insert(0, HERE)
@@ -126,7 +110,9 @@ def main() -> None:
         times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
         for fn in runs.values():
             fn()  # warm up
-        before = torch_runner(B, n, E, h) if args.after_torch else None
+        before = make_runners(B, n, E, h).get("torch") if args.after_torch else None  # bench_mha's torch call
+        if args.after_torch and before is None:
+            raise SystemExit("compare_commits: --after-torch needs torch installed")
         order, shuffle = list(runs), random.Random(0).shuffle
         for _ in range(args.rounds):
             if before is not None:
