@@ -2,14 +2,22 @@
 
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import bench_mha  # noqa: E402
+
+
+def run_benchmark(script, *args):
+    """What ``python benchmarks/<script> <args>`` prints (a failing run fails the test)."""
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
+                          text=True, check=True, timeout=120).stdout
 
 
 def test_floor_and_both_tinyattn_paths_agree():
@@ -32,43 +40,23 @@ def test_the_students_path_stays_within_its_budget():
 
 
 def test_compare_commits_times_two_checkouts_side_by_side():
-    import subprocess
-    import sys
-
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-                          "compare_commits.py")
-    root = os.path.dirname(os.path.dirname(script))
-    out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "2"], capture_output=True,
-                         text=True, check=True, timeout=120).stdout
+    out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "2")
     assert "composed: new" in out and "fused: new" in out and "new/old =" in out
-    out = subprocess.run([sys.executable, script, root, "--rounds", "2", "--repeat", "1", "--pause", "0.001"],
-                         capture_output=True, text=True, check=True, timeout=120).stdout
+    out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "1", "--pause", "0.001")
     assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
 
 def test_compare_commits_can_time_each_call_right_after_torchs():
-    import subprocess
-    import sys
-
     pytest.importorskip("torch")
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-                          "compare_commits.py")
-    root = os.path.dirname(os.path.dirname(script))
-    out = subprocess.run([sys.executable, script, root, "--after-torch", "--rounds", "2"], capture_output=True,
-                         text=True, check=True, timeout=120).stdout
+    out = run_benchmark("compare_commits.py", ROOT, "--after-torch", "--rounds", "2")
     assert "2 interleaved rounds of 1 calls, each after torch's call, each after a 0.003 s pause" in out, out
     assert out.count("new/old =") == 2
 
 
 def test_bench_kv_cache_prints_both_rates_per_length():
     import re
-    import subprocess
-    import sys
 
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
-                          "bench_kv_cache.py")
-    out = subprocess.run([sys.executable, script, "--lengths", "4,6", "--batch", "2", "--rounds", "1"],
-                         capture_output=True, text=True, check=True, timeout=120).stdout
+    out = run_benchmark("bench_kv_cache.py", "--lengths", "4,6", "--batch", "2", "--rounds", "1")
     rows = [line.split() for line in out.splitlines() if re.match(r"^\s+\d+\s", line)]
     assert [r[0] for r in rows] == ["4", "6"] and all(r[3].endswith("x") for r in rows), out
 
@@ -80,8 +68,7 @@ def test_instruction_counts_repeat_and_see_the_fused_path_do_less():
     between two pieces of code doing different work (the fused path runs 7 ops where the composed runs 25)."""
     import count_instructions
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    composed = [count_instructions.per_call(here, "tinyattn", "3,5,16,2", True, 5) for _ in range(2)]
-    fused = count_instructions.per_call(here, "tinyattn", "3,5,16,2", False, 5)
+    composed = [count_instructions.per_call(ROOT, "tinyattn", "3,5,16,2", True, 5) for _ in range(2)]
+    fused = count_instructions.per_call(ROOT, "tinyattn", "3,5,16,2", False, 5)
     assert abs(composed[0] - composed[1]) < 1e-3 * composed[0], composed
     assert fused < 0.8 * composed[0], (fused, composed)
