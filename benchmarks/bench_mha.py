@@ -1,6 +1,6 @@
 """Time MultiheadAttention forward + backward, both paths, against a hand-fused NumPy floor (and torch).
 
-    python benchmarks/bench_mha.py [--quick] [--plot figures/bench_mha.png]
+    python benchmarks/bench_mha.py [--quick] [--calls N] [--plot figures/bench_mha.png]
 
 Setting: float32, batch_first self-attention, a random upstream gradient, all
 parameter and input gradients computed. tinyattn runs two ways: **composed**
@@ -9,6 +9,10 @@ explainer read it) and **fused** (``need_weights=False``: FlashAttention, P neve
 stored). Every implementation is timed interleaved, round after round, in one
 process pinned to one CPU with BLAS (and torch) on one thread, so a noisy machine
 slows them alike; the table reports median times and their ratios to the floor.
+A sample is one call after a short pause; with ``--calls N`` it is the mean of N calls run
+back to back, the steady cost a training loop pays. At the chapter's size a lone call also
+pays for waking the CPU and refilling its caches: there the floor's single call takes
+several times its back-to-back time, so the ratios of the two regimes differ.
 Peak traced memory (tracemalloc; NumPy reports its buffers to it, torch does not)
 is measured in a separate pass. ``--plot`` draws time and memory against n.
 """
@@ -127,8 +131,9 @@ def peak_memory(fn):
     return peak
 
 
-def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7):
-    """Median seconds per runner (interleaved rounds), peak traced bytes per NumPy runner, rounds run."""
+def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7, calls=1):
+    """Median seconds per call of each runner (interleaved rounds; a sample is the mean of ``calls`` calls run
+    back to back), peak traced bytes per NumPy runner, rounds run."""
     runners = make_runners(B, n, E, h, with_torch=with_torch, torch_threads=torch_threads)
     ref = runners["floor"]()  # every implementation computes the same thing
     for name, fn in runners.items():
@@ -141,8 +146,9 @@ def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7):
         for name, fn in runners.items():
             time.sleep(PAUSE)
             t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls)
         rounds += 1
     med = {name: statistics.median(ts) for name, ts in times.items()}
     mem = {name: peak_memory(fn) for name, fn in runners.items() if name != "torch"}
@@ -174,14 +180,14 @@ def pin(torch_threads):
     return "; ".join(notes)
 
 
-def table(sizes, budget, with_torch, torch_threads):
+def table(sizes, budget, with_torch, torch_threads, calls=1):
     """Print the times, the ratios to the floor and the peak memory of each path."""
     print(f"{'(B, n, E, h)':>18} | {'floor':>9} | {'composed':>9} | {'fused':>9} | {'torch':>9} | "
           f"{'comp/fl':>7} | {'fused/fl':>8} | {'torch/fl':>8} | "
           f"{'MiB floor':>9} | {'comp':>7} | {'fused':>7} | rounds")
     print("-" * 138)
     for B, n, E, h in sizes:
-        med, mem, rounds = bench(B, n, E, h, budget, with_torch, torch_threads)
+        med, mem, rounds = bench(B, n, E, h, budget, with_torch, torch_threads, calls=calls)
         fl = med["floor"]
         t_to = med.get("torch")
         to, to_ratio = (f"{t_to * 1e3:7.2f}ms", f"{t_to / fl:8.2f}") if t_to else (f"{'-':>9}", f"{'-':>8}")
@@ -231,15 +237,20 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a short time budget per size")
     parser.add_argument("--no-torch", action="store_true", help="leave torch out even if it is installed")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads(N) (default 1)")
+    parser.add_argument("--calls", type=int, default=1,
+                        help="each sample is the mean of N calls run back to back (default 1: one call after a pause)")
     parser.add_argument("--plot", metavar="PATH", help="also draw time and memory against n (64 ... 4096)")
     parser.add_argument("--sizes", help="only these sizes, e.g. '4,512,256,8;1,2048,256,8'")
     args = parser.parse_args()
+    if args.calls < 1:
+        parser.error(f"--calls must be at least 1, got {args.calls}")
     with_torch = not args.no_torch
+    sample = "one call after a pause" if args.calls == 1 else f"the mean of {args.calls} back-to-back calls"
     print(f"numpy {np.__version__}; {pin(args.torch_threads)}")
-    print("float32, batch_first self-attention; median forward+backward times; composed = need_weights=True, "
-          "fused = need_weights=False (FlashAttention)\n")
+    print(f"float32, batch_first self-attention; median forward+backward times (a sample: {sample}); "
+          "composed = need_weights=True, fused = need_weights=False (FlashAttention)\n")
     sizes = [tuple(int(v) for v in s.split(",")) for s in args.sizes.split(";")] if args.sizes else SIZES
-    table(sizes, 0.5 if args.quick else 4.0, with_torch, args.torch_threads)
+    table(sizes, 0.5 if args.quick else 4.0, with_torch, args.torch_threads, args.calls)
     if args.plot:
         plot(args.plot, with_torch, args.torch_threads)
 

@@ -28,6 +28,34 @@ def test_floor_and_both_tinyattn_paths_agree():
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"{path}: {name}")
 
 
+def test_bench_mha_times_each_sample_over_the_calls_asked_for(monkeypatch):
+    """--calls N: every sample runs each runner N times back to back and reports the time of one call."""
+    made = bench_mha.make_runners
+    counts = {}
+    clock = [0.0]  # a clock on which every call takes exactly one second
+
+    def counting(*args, **kwargs):
+        runners = made(*args, **kwargs)
+
+        def count(name, fn):
+            def run():
+                counts[name] = counts.get(name, 0) + 1
+                clock[0] += 1.0
+                return fn()
+            return run
+
+        return {name: count(name, fn) for name, fn in runners.items()}
+
+    monkeypatch.setattr(bench_mha, "make_runners", counting)
+    monkeypatch.setattr(bench_mha.time, "perf_counter", lambda: clock[0])
+    med, _, rounds = bench_mha.bench(2, 6, 16, 4, budget=0.0, with_torch=False, torch_threads=None, min_rounds=3,
+                                     calls=4)
+    assert rounds == 3
+    # one call checks the result (the floor's, once more as the reference), 3 rounds of 4, one measures memory
+    assert counts == {"composed": 14, "fused": 14, "floor": 15}, counts
+    assert med == {"composed": 1.0, "fused": 1.0, "floor": 1.0}, med  # seconds per call, not per sample of four
+
+
 def test_the_students_path_stays_within_its_budget():
     """The lines a chapter-size MultiheadAttention forward+backward executes: at most 300 (339 before the core
     was lightened). New API belongs beside the teaching code, not on this path."""
