@@ -6,9 +6,10 @@ Setting: float32, batch_first self-attention, a random upstream gradient, all
 parameter and input gradients computed. tinyattn runs two ways: **composed**
 (``need_weights=True``: one op per step, P stored, as the chapter and the
 explainer read it) and **fused** (``need_weights=False``: FlashAttention, P never
-stored). Every implementation is timed interleaved, round after round, in one
-process pinned to one CPU with BLAS (and torch) on one thread, so a noisy machine
-slows them alike; the table reports median times and their ratios to the floor.
+stored). Every implementation is timed interleaved, round after round (in a new
+order each round, so none always runs right after torch's call), in one process
+pinned to one CPU with BLAS (and torch) on one thread, so a noisy machine slows
+them alike; the table reports median times and their ratios to the floor.
 A sample is one call after a short pause; with ``--calls N`` it is the mean of N calls run
 back to back, the steady cost a training loop pays. At the chapter's size a lone call also
 pays for waking the CPU and refilling its caches: there the floor's single call takes
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import random
 import statistics
 import time
 import tracemalloc
@@ -142,8 +144,10 @@ def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7, calls=1):
     times = {name: [] for name in runners}
     start = time.perf_counter()
     rounds = 0
+    order, shuffle = list(runners.items()), random.Random(0).shuffle
     while rounds < min_rounds or (time.perf_counter() - start < budget and rounds < 1000):
-        for name, fn in runners.items():
+        shuffle(order)  # a new order each round: no runner always runs right after torch's call, which slows it
+        for name, fn in order:
             time.sleep(PAUSE)
             t0 = time.perf_counter()
             for _ in range(calls):

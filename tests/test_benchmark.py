@@ -29,9 +29,10 @@ def test_floor_and_both_tinyattn_paths_agree():
 
 
 def test_bench_mha_times_each_sample_over_the_calls_asked_for(monkeypatch):
-    """--calls N: every sample runs each runner N times back to back and reports the time of one call."""
+    """--calls N: every sample runs each runner N times back to back and reports the time of one call; the
+    runners take turns in a new order each round."""
     made = bench_mha.make_runners
-    counts = {}
+    counts, calls = {}, []
     clock = [0.0]  # a clock on which every call takes exactly one second
 
     def counting(*args, **kwargs):
@@ -40,6 +41,7 @@ def test_bench_mha_times_each_sample_over_the_calls_asked_for(monkeypatch):
         def count(name, fn):
             def run():
                 counts[name] = counts.get(name, 0) + 1
+                calls.append(name)
                 clock[0] += 1.0
                 return fn()
             return run
@@ -54,6 +56,8 @@ def test_bench_mha_times_each_sample_over_the_calls_asked_for(monkeypatch):
     # one call checks the result (the floor's, once more as the reference), 3 rounds of 4, one measures memory
     assert counts == {"composed": 14, "fused": 14, "floor": 15}, counts
     assert med == {"composed": 1.0, "fused": 1.0, "floor": 1.0}, med  # seconds per call, not per sample of four
+    rounds_order = [tuple(calls[i] for i in range(start, start + 12, 4)) for start in range(4, 4 + 36, 12)]
+    assert len(set(rounds_order)) > 1, rounds_order  # a new order each round: none always follows the same one
 
 
 def test_the_students_path_stays_within_its_budget():
