@@ -5,22 +5,22 @@ forward+backward at one size, both paths (composed: need_weights=True; fused: ne
     python benchmarks/compare_commits.py /path/to/checkout    # or another checkout
     python benchmarks/compare_commits.py HEAD~3 --size 8,64,128,8 --rounds 60
     python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 400   # as bench_mha times
-    python benchmarks/compare_commits.py f825cbd --after-torch --rounds 400   # as bench_mha's composed call runs
+    python benchmarks/compare_commits.py f825cbd --after-torch --rounds 400   # each call right after torch's
 
 The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
-only), so both run in the same process, pinned to one CPU with BLAS on one thread, round after round
-alternating between them (a noisy machine slows both alike). It prints the median time of each and
-the ratio new / old per path: what "0.6x of today's time" is measured with.
+only), so both run in the same process, pinned to one CPU with BLAS on one thread, with bench_mha's
+hand-fused NumPy floor beside them. Round after round each takes its turn, in a new order each round
+(a noisy machine slows them alike). It prints the median time of each, the ratio new / old per path
+(what "0.6x of today's time" is measured with), and each one's ratio to the floor.
 
-By default a sample is 50 calls in a row, warm. ``--repeat 1 --pause 0.003`` times one call after a
-short sleep instead, as ``bench_mha.py`` does: the cost of a single call whose code and data the
-caches no longer hold, larger and closer to what one step of a student's script pays.
+By default a sample is 50 calls in a row, warm (as ``bench_mha.py --calls 50``). ``--repeat 1 --pause
+0.003`` times one call after a short sleep instead, as ``bench_mha.py`` does by default: the cost of a
+single call whose code and data the caches no longer hold, which the floor pays too.
 
 ``--after-torch`` times one call right after a torch MultiheadAttention forward+backward (and the
-pause), in a shuffled order each round: the position of bench_mha's composed call, whose first use of
-each NumPy routine then runs from cold caches. Two copies of the same code differ by about 2% there
-(the copy imported first is the slower; now and then a run differs by 6-8%): run it twice, and read a
-change below that as noise.
+pause): a call whose first use of each NumPy routine runs from cold caches. Two copies of the same
+code differ by about 2% there (the copy imported first is the slower; now and then a run differs by
+6-8%): run it twice, and read a change below that as noise.
 """
 
 from __future__ import annotations
@@ -107,16 +107,17 @@ def main() -> None:
         for label, lib in (("new", tinyattn), ("old", tinyattn_other)):
             for path, weights in (("composed", True), ("fused", False)):
                 runs[label, path] = runner(lib, B, n, E, h, weights)
+        bench = make_runners(B, n, E, h, with_torch=args.after_torch)
+        runs["floor", "floor"] = bench["floor"]  # the same work written out in NumPy, fused where it helps
         times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
         for fn in runs.values():
             fn()  # warm up
-        before = make_runners(B, n, E, h).get("torch") if args.after_torch else None  # bench_mha's torch call
+        before = bench.get("torch")  # bench_mha's torch call (with --after-torch)
         if args.after_torch and before is None:
             raise SystemExit("compare_commits: --after-torch needs torch installed")
         order, shuffle = list(runs), random.Random(0).shuffle
         for _ in range(args.rounds):
-            if before is not None:
-                shuffle(order)  # (each sample follows torch's call, whatever ran before that)
+            shuffle(order)  # a new order each round: none always runs right after the same one
             for key in order:
                 fn = runs[key]
                 if before is not None:
@@ -129,9 +130,12 @@ def main() -> None:
     pause = f", each after a {args.pause} s pause" if args.pause else ""
     pause = f", each after torch's call{pause}" if args.after_torch else pause
     print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls{pause}, medians")
+    floor = statistics.median(times["floor", "floor"])
     for path in ("composed", "fused"):
         new, old = (statistics.median(times[label, path]) for label in ("new", "old"))
-        print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.2f}")
+        print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.2f}; "
+              f"to the floor: new {new / floor:.2f}x, old {old / floor:.2f}x")
+    print(f"    floor: {floor * 1e3:.3f} ms")
 
 
 if __name__ == "__main__":

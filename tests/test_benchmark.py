@@ -72,8 +72,15 @@ def test_the_students_path_stays_within_its_budget():
 
 
 def test_compare_commits_times_two_checkouts_side_by_side():
+    import re
+
     out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "2")
-    assert "composed: new" in out and "fused: new" in out and "new/old =" in out
+    floor = float(re.search(r"floor: ([\d.]+) ms", out).group(1))
+    for path in ("composed", "fused"):  # each ratio is that path's time over the floor's, from the times printed
+        new, old, new_x, old_x = (float(v) for v in re.search(
+            rf"{path}: new ([\d.]+) ms, old \(.*\) ([\d.]+) ms, new/old = [\d.]+; "
+            r"to the floor: new ([\d.]+)x, old ([\d.]+)x", out).groups())
+        assert new_x == pytest.approx(new / floor, rel=0.05) and old_x == pytest.approx(old / floor, rel=0.05), out
     out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "1", "--pause", "0.001")
     assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
