@@ -1,6 +1,7 @@
 """The benchmark's three implementations compute the same thing (no timing here: see benchmarks/)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,8 +73,6 @@ def test_the_students_path_stays_within_its_budget():
 
 
 def test_compare_commits_times_two_checkouts_side_by_side():
-    import re
-
     out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "2")
     floor = float(re.search(r"floor: ([\d.]+) ms", out).group(1))
     for path in ("composed", "fused"):  # each ratio is that path's time over the floor's, from the times printed
