@@ -1,6 +1,6 @@
 """Time MultiheadAttention forward + backward, both paths, against a hand-fused NumPy floor (and torch).
 
-    python benchmarks/bench_mha.py [--quick] [--calls N] [--plot figures/bench_mha.png]
+    python benchmarks/bench_mha.py [--quick] [--calls N] [--against REF] [--plot figures/bench_mha.png]
 
 Setting: float32, batch_first self-attention, a random upstream gradient, all
 parameter and input gradients computed. tinyattn runs two ways: **composed**
@@ -14,6 +14,8 @@ A sample is one call after a short pause; with ``--calls N`` it is the mean of N
 back to back, the steady cost a training loop pays. At the chapter's size a lone call also
 pays for waking the CPU and refilling its caches: there the floor's single call takes
 several times its back-to-back time, so the ratios of the two regimes differ.
+``--against REF`` (a commit of this repository, or another checkout's path) adds that version's
+two paths to the same rounds, on the same weights and inputs, and prints each path's time new/old.
 Peak traced memory (tracemalloc; NumPy reports its buffers to it, torch does not)
 is measured in a separate pass. ``--plot`` draws time and memory against n.
 """
@@ -21,10 +23,13 @@ is measured in a separate pass. ``--plot`` draws time and memory against n.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import random
 import statistics
+import sys
+import tempfile
 import time
 import tracemalloc
 
@@ -74,8 +79,17 @@ def floor_fwd_bwd(x, w_in, b_in, w_out, b_out, h, dy):
     return y, dx, dw_in, db_in, dw_out, db_out
 
 
-def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
-    """name -> a function running one forward + backward and returning (output, dX, dW_in)."""
+def as_numpy(value):
+    """An array, or a tensor (this version's, or an older one) as its array."""
+    return value if isinstance(value, np.ndarray) else value.detach().numpy()
+
+
+def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None, other=None):
+    """name -> a function running one forward + backward and returning (output, dX, dW_in).
+
+    ``other``: another version of the package (``--against``), whose two paths join as
+    ``"composed, old"`` and ``"fused, old"``, on the same weights.
+    """
     rng = np.random.default_rng(seed)
     x_np = rng.standard_normal((B, n, E)).astype(np.float32)
     dy_np = rng.standard_normal((B, n, E)).astype(np.float32)
@@ -86,13 +100,13 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
     w_in, b_in = mha.in_proj_weight.detach().numpy(), mha.in_proj_bias.detach().numpy()
     w_out, b_out = mha.out_proj.weight.detach().numpy(), mha.out_proj.bias.detach().numpy()
 
-    def tinyattn_path(need_weights):
+    def tinyattn_path(lib, mha, need_weights):
         def run():
             mha.zero_grad()
-            x = ta.tensor(x_np, requires_grad=True)
+            x = lib.tensor(x_np, requires_grad=True)
             y, _ = mha(x, x, x, need_weights=need_weights)
             y.backward(dy_np)
-            return y.array, x.grad.array, mha.in_proj_weight.grad.array
+            return y, x.grad, mha.in_proj_weight.grad  # (as_numpy makes arrays of them, outside the timing)
 
         return run
 
@@ -100,7 +114,14 @@ def make_runners(B, n, E, h, seed=0, with_torch=True, torch_threads=None):
         y, dx, dw_in, *_ = floor_fwd_bwd(x_np, w_in, b_in, w_out, b_out, h, dy_np)
         return y, dx, dw_in
 
-    runners = {"composed": tinyattn_path(True), "fused": tinyattn_path(False), "floor": run_floor}
+    runners = {"composed": tinyattn_path(ta, mha, True), "fused": tinyattn_path(ta, mha, False), "floor": run_floor}
+    if other is not None:
+        old = importlib.import_module(other.__name__ + ".nn").MultiheadAttention(E, h, batch_first=True)
+        new = dict(mha.named_parameters())
+        for name, p in old.named_parameters():
+            p.data[...] = new[name].detach().numpy()  # (p.data: an array in older versions, a tensor now: in place)
+        runners["composed, old"] = tinyattn_path(other, old, True)
+        runners["fused, old"] = tinyattn_path(other, old, False)
     if not with_torch:
         return runners
     try:
@@ -133,14 +154,14 @@ def peak_memory(fn):
     return peak
 
 
-def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7, calls=1):
+def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7, calls=1, other=None):
     """Median seconds per call of each runner (interleaved rounds; a sample is the mean of ``calls`` calls run
     back to back), peak traced bytes per NumPy runner, rounds run."""
-    runners = make_runners(B, n, E, h, with_torch=with_torch, torch_threads=torch_threads)
+    runners = make_runners(B, n, E, h, with_torch=with_torch, torch_threads=torch_threads, other=other)
     ref = runners["floor"]()  # every implementation computes the same thing
     for name, fn in runners.items():
         for a, b in zip(fn(), ref):
-            np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3, err_msg=name)
+            np.testing.assert_allclose(as_numpy(a), b, rtol=2e-3, atol=2e-3, err_msg=name)
     times = {name: [] for name in runners}
     start = time.perf_counter()
     rounds = 0
@@ -155,7 +176,7 @@ def bench(B, n, E, h, budget, with_torch, torch_threads, min_rounds=7, calls=1):
             times[name].append((time.perf_counter() - t0) / calls)
         rounds += 1
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    mem = {name: peak_memory(fn) for name, fn in runners.items() if name != "torch"}
+    mem = {name: peak_memory(runners[name]) for name in ("floor", "composed", "fused")}
     return med, mem, rounds
 
 
@@ -184,14 +205,14 @@ def pin(torch_threads):
     return "; ".join(notes)
 
 
-def table(sizes, budget, with_torch, torch_threads, calls=1):
-    """Print the times, the ratios to the floor and the peak memory of each path."""
+def table(sizes, budget, with_torch, torch_threads, calls=1, other=None, other_label=""):
+    """Print the times, the ratios to the floor and the peak memory of each path (and each against ``other``)."""
     print(f"{'(B, n, E, h)':>18} | {'floor':>9} | {'composed':>9} | {'fused':>9} | {'torch':>9} | "
           f"{'comp/fl':>7} | {'fused/fl':>8} | {'torch/fl':>8} | "
           f"{'MiB floor':>9} | {'comp':>7} | {'fused':>7} | rounds")
     print("-" * 138)
     for B, n, E, h in sizes:
-        med, mem, rounds = bench(B, n, E, h, budget, with_torch, torch_threads, calls=calls)
+        med, mem, rounds = bench(B, n, E, h, budget, with_torch, torch_threads, calls=calls, other=other)
         fl = med["floor"]
         t_to = med.get("torch")
         to, to_ratio = (f"{t_to * 1e3:7.2f}ms", f"{t_to / fl:8.2f}") if t_to else (f"{'-':>9}", f"{'-':>8}")
@@ -199,6 +220,10 @@ def table(sizes, budget, with_torch, torch_threads, calls=1):
         print(f"{str((B, n, E, h)):>18} | {fl * 1e3:7.2f}ms | {med['composed'] * 1e3:7.2f}ms | "
               f"{med['fused'] * 1e3:7.2f}ms | {to} | {med['composed'] / fl:7.2f} | {med['fused'] / fl:8.2f} | "
               f"{to_ratio} | {mib['floor']:9.2f} | {mib['composed']:7.2f} | {mib['fused']:7.2f} | {rounds}")
+        if other is not None:
+            print(f"{'':>18}   against {other_label}: " + "; ".join(
+                f"{path} {med[path + ', old'] * 1e3:.2f}ms ({med[path + ', old'] / fl:.2f}x the floor), "
+                f"new/old = {med[path] / med[path + ', old']:.2f}" for path in ("composed", "fused")))
 
 
 def plot(path, with_torch, torch_threads):
@@ -243,6 +268,8 @@ def main() -> None:
     parser.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads(N) (default 1)")
     parser.add_argument("--calls", type=int, default=1,
                         help="each sample is the mean of N calls run back to back (default 1: one call after a pause)")
+    parser.add_argument("--against", metavar="REF",
+                        help="also time the paths of a commit (or another checkout) in the same rounds: new/old")
     parser.add_argument("--plot", metavar="PATH", help="also draw time and memory against n (64 ... 4096)")
     parser.add_argument("--sizes", help="only these sizes, e.g. '4,512,256,8;1,2048,256,8'")
     args = parser.parse_args()
@@ -254,7 +281,15 @@ def main() -> None:
     print(f"float32, batch_first self-attention; median forward+backward times (a sample: {sample}); "
           "composed = need_weights=True, fused = need_weights=False (FlashAttention)\n")
     sizes = [tuple(int(v) for v in s.split(",")) for s in args.sizes.split(";")] if args.sizes else SIZES
-    table(sizes, 0.5 if args.quick else 4.0, with_torch, args.torch_threads, args.calls)
+    with tempfile.TemporaryDirectory() as tmp:
+        other = None
+        if args.against:
+            from compare_commits import other_package  # (this folder is the script's, first on sys.path)
+
+            other_package(args.against, tmp)  # copied in as tinyattn_other: both versions in one process
+            sys.path.insert(0, tmp)
+            other = importlib.import_module("tinyattn_other")
+        table(sizes, 0.5 if args.quick else 4.0, with_torch, args.torch_threads, args.calls, other, args.against)
     if args.plot:
         plot(args.plot, with_torch, args.torch_threads)
 

@@ -1,5 +1,6 @@
 """The benchmark's three implementations compute the same thing (no timing here: see benchmarks/)."""
 
+import importlib
 import os
 import re
 import shutil
@@ -59,6 +60,43 @@ def test_bench_mha_times_each_sample_over_the_calls_asked_for(monkeypatch):
     assert med == {"composed": 1.0, "fused": 1.0, "floor": 1.0}, med  # seconds per call, not per sample of four
     rounds_order = [tuple(calls[i] for i in range(start, start + 12, 4)) for start in range(4, 4 + 36, 12)]
     assert len(set(rounds_order)) > 1, rounds_order  # a new order each round: none always follows the same one
+
+
+def test_bench_mha_runs_another_version_on_the_same_weights(tmp_path):
+    """--against: the other version's two paths compute what the floor computes (so on the same weights and
+    inputs), and they run that version's code, not this one's."""
+    from compare_commits import other_package
+
+    other_package(ROOT, str(tmp_path))  # this checkout, copied in as tinyattn_other
+    sys.path.insert(0, str(tmp_path))
+    try:
+        other = importlib.import_module("tinyattn_other")
+        runners = bench_mha.make_runners(2, 4, 8, 2, with_torch=False, other=other)
+        ref = runners["floor"]()
+        for name in ("composed, old", "fused, old"):
+            out = runners[name]()
+            assert type(out[0]).__module__.startswith("tinyattn_other."), (name, type(out[0]))
+            for a, b in zip(out, ref):
+                np.testing.assert_allclose(bench_mha.as_numpy(a), b, rtol=1e-4, atol=1e-5, err_msg=name)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for module in [m for m in sys.modules if m.split(".")[0] == "tinyattn_other"]:
+            del sys.modules[module]
+
+
+def test_bench_mha_prints_each_path_new_over_old(monkeypatch, capsys):
+    med = {"floor": 1e-3, "composed": 4e-3, "fused": 3e-3, "composed, old": 8e-3, "fused, old": 5e-3}
+    mem = {"floor": 0, "composed": 0, "fused": 0}
+    monkeypatch.setattr(bench_mha, "bench", lambda *args, **kwargs: (med, mem, 7))
+    bench_mha.table([(2, 4, 8, 2)], 0.0, False, None, other=object(), other_label="f825cbd")
+    assert ("against f825cbd: composed 8.00ms (8.00x the floor), new/old = 0.50; "
+            "fused 5.00ms (5.00x the floor), new/old = 0.60") in capsys.readouterr().out
+
+
+def test_bench_mha_against_a_checkout_end_to_end():
+    out = run_benchmark("bench_mha.py", "--sizes", "2,4,8,2", "--quick", "--no-torch", "--calls", "2",
+                        "--against", ROOT)
+    assert re.search(r"against .*: composed [\d.]+ms \([\d.]+x the floor\), new/old = [\d.]+; fused", out), out
 
 
 def test_the_students_path_stays_within_its_budget():
