@@ -90,13 +90,68 @@ def stub_spans(template: list[str], regions: list[Region], chosen: set[str]) -> 
     return spans
 
 
+def student_lines(text: str) -> list[str]:
+    """A submitted file's lines as its author meant them: no byte-order mark, no ``\\r`` of Windows line ends."""
+    return [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
+
+
+def _same(a: str, b: str) -> bool:
+    """Are a handed-out line and a student's line the same line? (An editor may strip trailing spaces.)"""
+    return a.rstrip() == b.rstrip()
+
+
+def _content_end(lines: list[str]) -> int:
+    """The length of ``lines`` without the blank lines at its end (a trailing newline or not, or several)."""
+    n = len(lines)
+    while n and not lines[n - 1].strip():
+        n -= 1
+    return n
+
+
+def _block_at(block: list[str], lines: list[str], i: int) -> bool:
+    """Do ``lines`` hold ``block`` from index ``i`` on?"""
+    return i + len(block) <= len(lines) and all(_same(a, b) for a, b in zip(block, lines[i : i + len(block)]))
+
+
+def match_unchanged(
+    template: list[str], student: list[str], spans: list[tuple[int, int]]
+) -> list[tuple[int, int]] | None:
+    """Where each stub's code lies in ``student`` (``(first, end)`` per span), if nothing outside the stubs changed.
+
+    The handed-out file is fixed blocks with the stubs (``spans``, in file order) between them;
+    the student's file must be the same blocks with any lines at all in place of each stub. The
+    first block must open the file and the last must close it (trailing blank lines aside); each
+    block between is looked for whole, after the previous one. So no line of a student's code (a
+    blank line, a comment, a copy of the line after the stub) can be taken for the line that ends
+    it. None when a block is not found: the file was edited outside its stubs.
+    """
+    edges = [0] + [i for span in spans for i in span] + [_content_end(template)]
+    blocks = [template[edges[k] : edges[k + 1]] for k in range(0, len(edges), 2)]
+    stop = _content_end(student)
+    closing = stop - len(blocks[-1])
+    if closing < 0 or not _block_at(blocks[-1], student, closing) or not _block_at(blocks[0], student, 0):
+        return None
+    found, position = [], len(blocks[0])
+    for block in blocks[1:-1]:
+        where = next((i for i in range(position, closing - len(block) + 1) if _block_at(block, student, i)), None)
+        if where is None:
+            return None
+        found.append((position, where))
+        position = where + len(block)
+    if position > closing:
+        return None
+    return found + [(position, closing)] if spans else []
+
+
 def read_submission(
     package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str]
 ) -> Reading:
     """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``.
 
-    Every file is compared with the handed-out copy: a change outside the stubs is listed in
-    ``outside`` (and the reference is used there), whichever file it is in.
+    Every file is compared with the handed-out copy. When nothing outside the stubs changed
+    (``match_unchanged``), each stub's code is what lies between its fixed neighbours. Otherwise a
+    change outside the stubs is listed in ``outside`` (and the reference is used there), whichever
+    file it is in, and each stub's code is found between the nearest non-blank unchanged lines.
     """
     reading = Reading()
     by_file = regions_by_file(tasks)
@@ -113,46 +168,19 @@ def read_submission(
                 reading.outside.append(f"{rel}: missing from the submission (the reference is used)")
             continue
         try:
-            student = read_plain(package_root, rel).split("\n")
+            student = student_lines(read_plain(package_root, rel))
         except (ValueError, OSError) as err:
             reason = f"not read: {err.strerror if isinstance(err, OSError) else err}"
             for r in mine:
                 reading.problems[r.key] = reason
             reading.outside.append(f"{rel}: {reason} (the reference is used)")
             continue
-        if student == template:  # untouched: every stub is still there
-            for r in mine:
-                reading.code[r.key] = template[spans[r.key][0] : spans[r.key][1]]
+        found = match_unchanged(template, student, [spans[r.key] for r in mine])
+        if found is not None:
+            for r, (a, b) in zip(mine, found):
+                reading.code[r.key] = student[a:b]
             continue
-        ops = difflib.SequenceMatcher(None, template, student, autojunk=False).get_opcodes()
-
-        def where(i: int, ops: list = ops) -> int | None:
-            """The student's line for the handed-out line ``i``, if that line is unchanged."""
-            for tag, i1, i2, j1, _ in ops:
-                if tag == "equal" and i1 <= i < i2:
-                    return j1 + (i - i1)
-            return None
-
-        for r in mine:
-            start, end = spans[r.key]
-            before, after = where(start - 1), where(end)
-            if before is None or after is None:
-                changed = start if before is None else end + 1
-                reading.problems[r.key] = (
-                    f"{rel}: the line {'before' if before is None else 'after'} the task {r.task} stub was "
-                    f"changed (handed-out line {changed}), so the task's code cannot be found"
-                )
-            else:
-                reading.code[r.key] = student[before + 1 : after]
-        for tag, i1, i2, j1, _ in ops:
-            if tag == "equal":
-                continue
-            inside = any(s <= i1 and i2 <= e for s, e in spans.values())
-            if not inside:
-                reading.outside.append(
-                    f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
-                    f"{(student[j1] if j1 < len(student) else template[i1]).strip()[:60]!r}"
-                )
+        _read_edited(rel, template, student, mine, spans, reading)
     named = set(files)
     for folder, dirs, names in os.walk(package_root):  # (os.walk does not follow links into folders)
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -161,6 +189,56 @@ def read_submission(
             if rel not in named and not name.endswith(".pyc"):
                 reading.extra.append(rel)
     return reading
+
+
+def _read_edited(rel: str, template: list[str], student: list[str], mine: list[Region],
+                 spans: dict[Key, tuple[int, int]], reading: Reading) -> None:
+    """One file edited outside its stubs: the edits outside listed, each stub's code found by a diff.
+
+    A stub's code lies between the nearest non-blank lines around the stub that the student left
+    unchanged. With every edit outside those lines undone, the stubs' code is read exactly as
+    ``match_unchanged`` reads an unedited file; if a blank line next to a stub was also changed,
+    the code is read from one unchanged line to the other (the blank lines between come along).
+    """
+    a = [line.rstrip() for line in template[: _content_end(template)]]
+    b = [line.rstrip() for line in student[: _content_end(student)]]
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+
+    def where(i: int) -> int | None:
+        """The student's line for the handed-out line ``i``, if that line is unchanged."""
+        if i < 0 or i >= len(a):
+            return -1 if i < 0 else len(b)  # (before the file's first line, after its last)
+        for tag, i1, i2, j1, _ in ops:
+            if tag == "equal" and i1 <= i < i2:
+                return j1 + (i - i1)
+        return None
+
+    around = {}  # region -> the handed-out lines around its code: the nearest non-blank ones
+    for r in mine:
+        first, end = spans[r.key]
+        before = next((i for i in range(first - 1, -1, -1) if a[i]), -1)
+        after = next((i for i in range(end, len(a)) if a[i]), len(a))
+        start, stop = where(before), where(after)
+        if start is None or stop is None:
+            changed = before + 1 if start is None else after + 1
+            reading.problems[r.key] = (
+                f"{rel}: the line {'before' if start is None else 'after'} the task {r.task} stub was "
+                f"changed (handed-out line {changed}), so the task's code cannot be found"
+            )
+        else:
+            around[r.key] = (before, after)
+            reading.code[r.key] = student[start + 1 : stop]
+    outside = [op for op in ops if op[0] != "equal" and not any(s < op[1] and op[2] <= e for s, e in around.values())]
+    for _, i1, _, j1, _ in outside:
+        reading.outside.append(f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
+                               f"{(b[j1] if j1 < len(b) else a[i1]).strip()[:60]!r}")
+    undone = list(student)
+    for _, i1, i2, j1, j2 in reversed(outside):
+        undone[j1:j2] = template[i1:i2]
+    if not reading.problems.keys() & {r.key for r in mine}:
+        found = match_unchanged(template, undone, [spans[r.key] for r in mine])
+        for r, (first, end) in zip(mine, found or []):
+            reading.code[r.key] = undone[first:end]
 
 
 def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> dict[Key, list[str]]:
