@@ -82,13 +82,17 @@ class Box:
         self.submission = os.path.join(self.root, "submission")
         self.results_path = os.path.join(self.root, "results", "results.json")
 
-    def run(self, timeout: float = 60) -> tuple[dict, str]:
-        """Run run_autograder as Gradescope does; the results and what it printed (the instructor's log)."""
+    def run(self, timeout: float = 60, without: str = "", prefix: tuple[str, ...] = ()) -> tuple[dict, str]:
+        """Run run_autograder as Gradescope does; the results and what it printed (the instructor's log).
+
+        ``without``: the kernel fences the grader is not to use (``TINYATTN_GRADER_WITHOUT``), as on a kernel
+        that refuses them; ``prefix``: a command that runs run_autograder (in a memory-limited cgroup, say)."""
         env = {**os.environ, "AUTOGRADER_ROOT": self.root, "AUTOGRADER_TIMEOUT": str(timeout),
-               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+               "TINYATTN_GRADER_WITHOUT": without}
         env.pop("PYTHONPATH", None)
-        done = subprocess.run(["bash", os.path.join(self.root, "run_autograder")], env=env, capture_output=True,
-                              text=True, timeout=600)
+        done = subprocess.run([*prefix, "bash", os.path.join(self.root, "run_autograder")], env=env,
+                              capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr  # Gradescope needs results.json, not a status
         with open(self.results_path, encoding="utf-8") as f:
             return json.load(f), done.stdout + done.stderr

@@ -60,15 +60,16 @@ def plant(assignment, folder, code, later=None):
     return student
 
 
-def attack(assignment, code, *, isolated, timeout=30, later=None):
-    """Grade the attack through run_autograder; the results, the instructor's log and the box."""
+def attack(assignment, code, *, isolated, timeout=30, later=None, without="", prefix=()):
+    """Grade the attack through run_autograder; the results, the instructor's log and the box (``without``,
+    ``prefix``: as ``Box.run``)."""
     venv = require_isolation() if isolated else student_venv()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
     student = plant(assignment, box.root + "-work", code.replace("@ROOT@", box.root), later)
     shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
     shutil.rmtree(box.root + "-work")
     try:
-        results, log = box.run(timeout=timeout)
+        results, log = box.run(timeout=timeout, without=without, prefix=prefix)
         time.sleep(0.3)  # anything the student left behind would write now
         assert box.results() == results, "results.json changed after the grader finished"
         return results, log, box
@@ -272,7 +273,7 @@ def manifest_tests(task):
 
 @pytest.mark.slow
 def test_answers_recorded_for_one_seed_are_worthless_under_the_next(assignment, tmp_path):
-    table = _recorded_answers(seed=1234)
+    table = _recorded_answers(seed=commands.task_seed(1234, "softmax_backward"))
     code = f"""
         import hashlib
         TABLE = {table!r}
@@ -389,11 +390,17 @@ return namespace["stashed"]()
 """
 
 
-def test_another_task_s_reference_stashed_in_tmp_is_gone_before_that_task_runs(assignment):
-    results, log, _ = attack(assignment, STASH, later=UNSTASH, isolated=True)
+@pytest.mark.parametrize("without", ["", "namespaces"])
+def test_another_task_s_reference_stashed_in_tmp_is_gone_before_that_task_runs(assignment, without):
+    """In a fresh /tmp of the task's own (a mount namespace), or deleted from the shared one after the task."""
+    results, log, _ = attack(assignment, STASH, later=UNSTASH, isolated=True, without=without)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert "FileNotFoundError: no stash left by the previous task" in log
-    assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
+    if without:
+        assert log.startswith("isolation reduced: no namespaces (turned off)")
+        assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
+    else:
+        assert "behind every fence" in log and "deleted" not in log
 
 
 @pytest.mark.slow

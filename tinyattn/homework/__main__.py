@@ -65,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per task's test run (default 300)")
     g.add_argument("--private", action="append", default=[], metavar="FOLDER",
                    help="a folder the student's code must not read (checked when grading as root; repeatable)")
+    g.add_argument("--without", type=_task_list, default=[], metavar="FENCE[,FENCE...]",
+                   help="kernel fences not to use, as if the kernel refused them: namespaces, cgroup, oom, keyrings "
+                        "(to see what holds without them; run_autograder passes TINYATTN_GRADER_WITHOUT)")
     g.add_argument("--gradescope", action="store_true",
                    help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
                         "with the reason (what run_autograder uses)")
@@ -99,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             autograder = args.autograder or beside
             try:
                 _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
-                                          private=tuple(args.private), adopt_orphans=True)
+                                          private=tuple(args.private), adopt_orphans=True,
+                                          without=tuple(args.without))
             except (commands.HomeworkError, MarkerError) as err:
                 if not args.gradescope:
                     raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -16,7 +18,7 @@ from typing import Callable
 
 import tinyattn
 
-from . import sandbox
+from . import confine, sandbox, untrusted
 from .grading import GradedTest, Outcome, Reference, manifest, run_graded, run_tests, scan_tests
 from .markers import MarkerError, Mutant, Region, fill_task, find_regions, package_files, write_package
 from .shipped import shipped_text
@@ -207,7 +209,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 PYTHONPATH="$SOURCE/grader" "$PY" -m tinyattn.homework grade "$ROOT/submission" \\
     --autograder "$SOURCE/autograder" --json "$RESULTS" --gradescope --timeout "${AUTOGRADER_TIMEOUT:-300}" \\
-    --private "$SOURCE" --private "$ROOT/submission" --private "$ROOT/results"
+    --private "$SOURCE" --private "$ROOT/submission" --private "$ROOT/results" \\
+    ${TINYATTN_GRADER_WITHOUT:+--without "$TINYATTN_GRADER_WITHOUT"}
 if ! "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' "$RESULTS" 2> /dev/null; then
     echo '{"score": 0, "tests": [], "output": "The grader stopped before writing results."}' \\
         > "$RESULTS"
@@ -465,9 +468,17 @@ def _redactor(
     return redact
 
 
+def task_seed(base: int | str, task: str) -> int:
+    """The probes' seed for ``task`` in a grading whose seeds come from ``base``: one seed per task, so that
+    nothing computed while one task's code runs (the inputs of the next task's probes, their answers) holds
+    for the next. From a secret 128-bit base, one task's seed tells nothing of another's."""
+    return int.from_bytes(hashlib.sha256(f"{base}:{task}".encode()).digest()[:4], "big") >> 1
+
+
 def grade(
     student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0,
     private: tuple[str, ...] = (), seed: int | None = None, adopt_orphans: bool = False,
+    without: tuple[str, ...] = (),
 ) -> tuple[dict, str]:
     """Grade each task of a submission on its own; return Gradescope's results dict and the instructor's log.
 
@@ -479,7 +490,14 @@ def grade(
     results file is written before anything runs, after each task, and at the end.
     ``adopt_orphans`` (the command line sets it) makes this process adopt and kill whatever the
     student's code leaves running, whoever it runs as: only for a process that does nothing else.
+    Each task's probes get a seed of their own (``task_seed``), from ``seed`` when it is given (to
+    replay a grading), else from a secret drawn for this grading. ``without`` names kernel fences
+    not to use (``confine.FEATURES``); where isolation is reduced, the first line of the log and of
+    the results' output says so.
     """
+    unknown = sorted(set(without) - set(confine.FEATURES))
+    if unknown:
+        raise HomeworkError(f"grade: unknown fence(s) {', '.join(unknown)} (known: {', '.join(confine.FEATURES)})")
     manifest_path = os.path.join(autograder_dir, "manifest.json")
     if not os.path.isfile(manifest_path):
         raise HomeworkError(
@@ -493,7 +511,7 @@ def grade(
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     package_root = find_package(student_dir)
     if package_root is None:
-        found = sorted(os.listdir(student_dir))
+        found = sorted(untrusted.text(name, 80) for name in itertools.islice(os.listdir(student_dir), 1000))
         listed = ", ".join(found[:8]) + (", ..." if len(found) > 8 else "") if found else "nothing"
         raise HomeworkError(
             f"grade: no tinyattn folder in the submission (found: {listed}); hand in the whole tinyattn "
@@ -506,10 +524,13 @@ def grade(
         files, regions, _, chosen = load(list(data["tasks"]), marked if os.path.isdir(marked) else PACKAGE_DIR)
         tests_dir = os.path.join(autograder_dir, "tests")
         reference = Reference(tests_dir if os.path.isfile(os.path.join(tests_dir, "probes.py")) else TESTS_DIR)
-        iso = sandbox.isolation(private, adopt_orphans=adopt_orphans)
-        log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}")
-        seed = secrets.randbits(31) if seed is None else seed
-        log.append(f"the probes' seed: {seed}")
+        iso = sandbox.isolation(private, adopt_orphans=adopt_orphans, without=without)
+        log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}, behind every fence")
+        log += iso.fences.remarks if iso.fences else []
+        if iso.note:
+            sheet.output.insert(0, iso.note)
+        base: int | str = secrets.token_hex(16) if seed is None else seed
+        log.append(f"the probes' seeds come from {base} (grade(..., seed={base!r}) replays them)")
         reading = read_submission(package_root, files, regions, set(chosen))
         if reading.outside:
             sheet.output.append("Not graded (edits outside the task regions):\n" + "\n".join(reading.outside))
@@ -521,7 +542,8 @@ def grade(
                 write_package(files, regions, dest, blank=set(), given=given)
 
             task_tests = [GradedTest(**t) for t in info["tests"]]
-            run = run_graded(write, task_tests, reference, seed=seed, limits=limits, iso=iso, redact=redact)
+            run = run_graded(write, task_tests, reference, seed=task_seed(base, task), limits=limits, iso=iso,
+                             redact=redact)
             outcomes = [run.outcomes[g.node_id] for g in task_tests]
             entries = [_test_entry(task, t, o.passed, o.output) for t, o in zip(info["tests"], outcomes)]
             sheet.graded[task] = entries
@@ -537,7 +559,8 @@ def grade(
         raise GraderFailed(f"the grader failed: {type(err).__name__}: {err}") from err
     results = sheet.write()  # the final file, from this process's own state
     width = max([len("task")] + [len(r[0]) for r in table])
-    lines = [f"{'task':<{width}}  passed  points", "-" * (width + 18)]
+    lines = [iso.note] if iso.note else []
+    lines += [f"{'task':<{width}}  passed  points", "-" * (width + 18)]
     for task, passed, n, earned, possible in table:
         lines.append(f"{task:<{width}}  {passed:>2}/{n:<3}  {earned:g}/{possible:g}")
     lines.append(f"{'total':<{width}}          {results['score']:g}/{sum(r[4] for r in table):g}")

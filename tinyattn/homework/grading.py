@@ -229,8 +229,10 @@ def run_graded(
         sandbox.seal(work.harness)
         child = sandbox.run_child(work, [t.name for t in tests], seed, limits, iso)
     finally:
-        sandbox.remove_workdir(work)
+        left = sandbox.remove_workdir(work)
     run = TaskRun()
+    for problem in child.cleanup + ([f"the task's folder is not all removed: {left}"] if left else []):
+        run.log.append(f"cleanup: {problem}")
     if child.ended:
         run.log.append(f"the student's process {child.ended}")
     if child.malformed:

@@ -19,6 +19,7 @@ and ``Isolation.note`` says what is lost.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import pwd
@@ -34,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import numpy as np
+
+from . import confine, trees, untrusted
 
 STUDENT_USER = "tinyattn-student"
 # Folders every user may write: what the student user leaves there is deleted after each task, so that
@@ -72,6 +75,7 @@ class Isolation:
     gid: int | None = None
     note: str = ""  # why isolation is reduced, for the instructor; "" when it is not
     reap: bool = False
+    fences: confine.Fences | None = None  # the kernel's fences around each child (root only)
 
 
 def child_python() -> str:
@@ -157,10 +161,11 @@ def _kill_all(list_them: Callable[[], list[int]]) -> set[int]:
     return found
 
 
-def _remove_files_of(uid: int) -> int:
+def _remove_files_of(uid: int) -> tuple[int, list[str]]:
     """Delete what ``uid`` owns in the shared folders (walking only into folders others may write, the
-    only ones it can have written in), and its System V shared memory, queues and semaphores."""
-    removed, seen = 0, set()
+    only ones it can have written in), and its System V shared memory, queues and semaphores; returns how
+    many entries went, and what could not be removed."""
+    removed, seen, problems, looked = 0, set(), [], 0
     stack = [d for d in SHARED_WRITABLE if os.path.isdir(d) and not os.path.islink(d)]
     while stack:
         try:
@@ -168,14 +173,17 @@ def _remove_files_of(uid: int) -> int:
         except OSError:
             continue
         for entry in entries:
+            looked += 1
+            if looked > 100_000:  # (shared folders of other users' making: the student's own are removed whole)
+                problems.append("more than 100000 entries in the shared folders: the rest were not looked at")
+                stack = []
+                break
             try:
                 info = entry.stat(follow_symlinks=False)
                 if info.st_uid == uid:
-                    if stat.S_ISDIR(info.st_mode):
-                        shutil.rmtree(entry.path)
-                    else:
-                        os.unlink(entry.path)
-                    removed += 1
+                    count, problem = trees.remove(entry.path)
+                    removed += count
+                    problems += [problem] if problem else []
                 elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002 and (info.st_dev, info.st_ino) not in seen:
                     seen.add((info.st_dev, info.st_ino))
                     stack.append(entry.path)
@@ -192,7 +200,7 @@ def _remove_files_of(uid: int) -> int:
             if ipcrm and int(row[header.index("uid")]) == uid:
                 subprocess.run([ipcrm, flag, row[1]], capture_output=True)
                 removed += 1
-    return removed
+    return removed, problems
 
 
 def _reap() -> None:
@@ -225,11 +233,14 @@ def readable_by(path: str, uid: int, gid: int) -> bool:
     return allows(os.stat(path), 4)
 
 
-def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orphans: bool = False) -> Isolation:
-    """Set up the student user when root; say what is reduced otherwise, or if ``private`` paths are readable.
+def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orphans: bool = False,
+              without: tuple[str, ...] = ()) -> Isolation:
+    """Set up the student user and the kernel's fences (``confine.py``) when root; say what is reduced otherwise,
+    if a fence is missing, or if ``private`` paths are readable.
 
-    ``adopt_orphans``: make this process the subreaper of what the children leave (see ``Isolation.reap``);
-    for a process that grades and does nothing else (the ``grade`` command), never a test runner."""
+    ``adopt_orphans``: make this process the subreaper of what the children leave (see ``Isolation.reap``),
+    and the last the kernel kills when memory runs out; for a process that grades and does nothing else (the
+    ``grade`` command), never a test runner. ``without``: fences not to use (``confine.FEATURES``)."""
     if os.geteuid() != 0:
         return Isolation(note="isolation reduced: the grader is not root, so the student's code runs as the "
                               "grader's own user and could read what the grader can (Gradescope runs as root)",
@@ -250,11 +261,12 @@ def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orp
                               "grader's Python where every user can read it (setup.sh's venv); "
                               "the student's code runs as root", reap=adopt_orphans and _become_subreaper())
     exposed = [p for p in private if os.path.exists(p) and readable_by(p, entry.pw_uid, entry.pw_gid)]
-    note = ""
-    if exposed:
-        note = (f"isolation reduced: the user {user} can read {', '.join(exposed)} "
-                "(run_autograder makes these folders private with chmod 700)")
-    return Isolation(entry.pw_uid, entry.pw_gid, note, reap=adopt_orphans and _become_subreaper())
+    fences = confine.probe(without=without, protect_self=adopt_orphans)
+    reduced = [f"the user {user} can read {', '.join(exposed)} (run_autograder makes these folders private "
+               "with chmod 700)"] if exposed else []
+    reduced += [fences.note()] if fences.note() else []
+    note = f"isolation reduced: {'; '.join(reduced)}" if reduced else ""
+    return Isolation(entry.pw_uid, entry.pw_gid, note, reap=adopt_orphans and _become_subreaper(), fences=fences)
 
 
 @dataclass
@@ -292,9 +304,9 @@ def seal(folder: str) -> None:
             os.chmod(os.path.join(here, name), 0o644)
 
 
-def remove_workdir(work: Workdir) -> None:
-    """Delete a task's folder, whatever the student's code left in its home."""
-    shutil.rmtree(work.root, ignore_errors=True)
+def remove_workdir(work: Workdir) -> str:
+    """Delete a task's folder, whatever tree the student's code left in its home; "" or what is left."""
+    return trees.remove(work.root)[1]
 
 
 @dataclass
@@ -307,6 +319,10 @@ class ChildRun:
     malformed: int = 0  # channel lines that were not a well-formed message
     leftovers: int = 0  # processes the child left alive at the end (all killed)
     removed: int = 0  # files, folders and IPC objects of the student user left in shared places (all deleted)
+    cleanup: list[str] = field(default_factory=list)  # what the cleanup after the child could not do
+
+
+_TASKS = itertools.count()  # (names each task's cgroup)
 
 
 def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: Isolation,
@@ -318,15 +334,24 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     request = {"seed": seed, "tests": tests, "channel": write_fd, "package_root": work.package,
                "limits": limits.rlimits(as_student=iso.uid is not None)}
+    run = ChildRun()
+    group = confine.TaskGroup(iso.fences or confine.Fences(), f"tinyattn-task-{os.getpid()}-{next(_TASKS)}")
+    entry = None  # as root: the fences, then the student user, between fork and exec (confine.Entry)
+    if iso.fences is not None:
+        needed = [os.path.realpath(p) for p in (work.root, sys.prefix, sys.base_prefix, os.path.dirname(np.__file__))]
+        entry = confine.Entry(iso.fences, group, needed, work.home, iso.uid, iso.gid)
     try:
         proc = subprocess.Popen(
             [python or child_python(), "-I", os.path.join(work.harness, "runner.py")], cwd=work.home, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            start_new_session=True, umask=0o077,
-            user=iso.uid, group=iso.gid, extra_groups=[] if iso.uid is not None else None)
+            start_new_session=True, umask=0o077, preexec_fn=entry.enter if entry else None,
+            user=None if entry else iso.uid, group=None if entry else iso.gid,
+            extra_groups=[] if iso.uid is not None and not entry else None)
+    except BaseException:
+        run.cleanup += _clean_up(None, iso, group, run)
+        raise
     finally:
         os.close(write_fd)
-    run = ChildRun()
     try:
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -336,21 +361,17 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
             pass
         output, channel, run.ended = _collect(proc, proc.stdout.fileno(), read_fd, limits)
     finally:
-        left = _stop(proc)
-        if iso.uid is not None:
-            left |= _kill_all(lambda: _processes_of(iso.uid or 0))
-            run.removed = _remove_files_of(iso.uid)
-        if iso.reap:
-            left |= _kill_all(_orphans)
-            _reap()
-        run.leftovers = len(left)
+        run.cleanup += _clean_up(proc, iso, group, run)
         os.close(read_fd)
         proc.stdout.close() if proc.stdout else None
     if not run.ended and proc.returncode:
         code = proc.returncode
         run.ended = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
                      else f"exited with status {code}")
-    run.output = output.decode("utf-8", "replace")
+    if group.out_of_memory():
+        run.ended = (run.ended + "; " if run.ended else "") + (
+            f"reached the task's memory limit ({(iso.fences or confine.Fences()).task_memory >> 20} MiB)")
+    run.output = untrusted.text(output.decode("utf-8", "replace"))
     for line in channel.split(b"\n"):
         if not line.strip():
             continue
@@ -360,6 +381,40 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         else:
             run.messages.setdefault(message["test"], message)
     return run
+
+
+def _clean_up(proc: subprocess.Popen | None, iso: Isolation, group: confine.TaskGroup, run: ChildRun) -> list[str]:
+    """End every process of the task and remove what it left; what could not be done (never an exception,
+    so that a cleanup that fails costs no other task anything)."""
+    problems: list[str] = []
+    steps: list[tuple[str, Callable[[], None]]] = []
+    left: set[int] = set()
+    if proc is not None:
+        steps.append(("stopping the child", lambda: left.update(_stop(proc))))
+    steps.append(("killing the task's cgroup", lambda: left.update(_kill_all(group.pids))))
+    if iso.uid is not None:
+        uid, gid = iso.uid, iso.gid or 0
+
+        def remove_files() -> None:
+            run.removed, not_removed = _remove_files_of(uid)
+            problems.extend(not_removed)
+
+        steps.append(("killing the student user's processes",
+                      lambda: left.update(_kill_all(lambda: _processes_of(uid)))))
+        steps.append(("removing the student user's files", remove_files))
+        if iso.fences is not None and iso.fences.keyrings:
+            steps.append(("clearing the keyrings", lambda: confine.clear_keyrings(uid, gid, child_python())))
+    if iso.reap:
+        steps.append(("killing the orphans", lambda: left.update(_kill_all(_orphans))))
+        steps.append(("reaping", _reap))
+    steps.append(("removing the task's cgroup", lambda: problems.extend([group.remove()] if group.folder else [])))
+    for what, step in steps:
+        try:
+            step()
+        except Exception as err:  # noqa: BLE001 - report it and go on: the next step, the next task
+            problems.append(f"{what} failed: {type(err).__name__}: {err}")
+    run.leftovers = len(left)
+    return [p for p in problems if p]
 
 
 def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limits) -> tuple[bytes, bytes, str]:
@@ -418,9 +473,10 @@ def _message(line: bytes, tests: set[str]) -> dict | None:
             return None
         if "error" in raw:
             err = raw["error"]
-            frames = [(str(f[0]), int(f[1]), str(f[2])) for f in err.get("frames", [])][-8:]
-            return {"test": test, "error": {"type": str(err["type"])[:100], "message": str(err["message"]),
-                                            "frames": frames}}
+            frames = [(untrusted.text(str(f[0]), 300), int(f[1]), untrusted.text(str(f[2]), 300))
+                      for f in err.get("frames", [])][-8:]
+            return {"test": test, "error": {"type": untrusted.text(str(err["type"]), 100),
+                                            "message": untrusted.text(str(err["message"]), 10_000), "frames": frames}}
         arrays = {}
         for name, spec in raw["arrays"].items():
             if spec["dtype"] not in _DTYPES:
@@ -430,7 +486,7 @@ def _message(line: bytes, tests: set[str]) -> dict | None:
                 return None
             data = base64.b64decode(spec["data"], validate=True)
             array = np.frombuffer(data, dtype=np.dtype(spec["dtype"]))
-            arrays[str(name)] = array.reshape(shape).copy()
+            arrays[untrusted.text(str(name), 100)] = array.reshape(shape).copy()
         return {"test": test, "arrays": arrays}
     except Exception:  # anything malformed (nested a million deep: a RecursionError) is just bad data
         return None

@@ -19,10 +19,12 @@ Only the files the assignment names are read; any others are listed for the inst
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import stat
 from dataclasses import dataclass, field
 
+from . import trees, untrusted
 from .markers import Region, rewrite
 
 Key = tuple[str, int]  # a region's file and BEGIN line
@@ -182,12 +184,11 @@ def read_submission(
             continue
         _read_edited(rel, template, student, mine, spans, reading)
     named = set(files)
-    for folder, dirs, names in os.walk(package_root):  # (os.walk does not follow links into folders)
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(names):
-            rel = os.path.relpath(os.path.join(folder, name), package_root).replace(os.sep, "/")
-            if rel not in named and not name.endswith(".pyc"):
-                reading.extra.append(rel)
+    listing = trees.files(package_root, skip=("__pycache__",))
+    reading.extra += [untrusted.text(rel, 300) for rel in listing.files
+                      if rel not in named and not rel.endswith(".pyc")]
+    if listing.cut:
+        reading.extra.append(f"(the submission was not all looked at: {listing.cut})")
     return reading
 
 
@@ -231,7 +232,7 @@ def _read_edited(rel: str, template: list[str], student: list[str], mine: list[R
     outside = [op for op in ops if op[0] != "equal" and not any(s < op[1] and op[2] <= e for s, e in around.values())]
     for _, i1, _, j1, _ in outside:
         reading.outside.append(f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
-                               f"{(b[j1] if j1 < len(b) else a[i1]).strip()[:60]!r}")
+                               f"{untrusted.text((b[j1] if j1 < len(b) else a[i1]).strip(), 60)!r}")
     undone = list(student)
     for _, i1, i2, j1, j2 in reversed(outside):
         undone[j1:j2] = template[i1:i2]
@@ -253,18 +254,23 @@ def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> 
 
 
 def find_package(submission: str) -> str | None:
-    """The folder holding the submitted ``tinyattn`` package: the submission itself or up to three levels in."""
+    """The folder holding the submitted ``tinyattn`` package: the submission itself or up to three levels in
+    (looking at the first 1,000 entries of each folder: a submission is not a haystack)."""
     frontier = [submission]
     for _ in range(4):
         deeper = []
         for folder in frontier:
             if os.path.isdir(os.path.join(folder, "tinyattn")):
                 return folder  # (a symbolic link there is refused when its files are read)
+            try:
+                names = sorted(itertools.islice(os.listdir(folder), 1000))
+            except OSError:
+                continue
             deeper += [
                 os.path.join(folder, name)
-                for name in sorted(os.listdir(folder))
+                for name in names
                 if os.path.isdir(os.path.join(folder, name)) and not os.path.islink(os.path.join(folder, name))
                 and not name.startswith((".", "__"))
             ]
-        frontier = deeper
+        frontier = deeper[:1000]
     return None
