@@ -320,6 +320,7 @@ class ChildRun:
     leftovers: int = 0  # processes the child left alive at the end (all killed)
     removed: int = 0  # files, folders and IPC objects of the student user left in shared places (all deleted)
     cleanup: list[str] = field(default_factory=list)  # what the cleanup after the child could not do
+    out_of_memory: bool = False  # the kernel stopped the task at its memory cgroup's limit
 
 
 _TASKS = itertools.count()  # (names each task's cgroup)
@@ -368,7 +369,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         code = proc.returncode
         run.ended = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()
                      else f"exited with status {code}")
-    if group.out_of_memory():
+    if run.out_of_memory:
         run.ended = (run.ended + "; " if run.ended else "") + (
             f"reached the task's memory limit ({(iso.fences or confine.Fences()).task_memory >> 20} MiB)")
     run.output = untrusted.text(output.decode("utf-8", "replace"))
@@ -407,7 +408,11 @@ def _clean_up(proc: subprocess.Popen | None, iso: Isolation, group: confine.Task
     if iso.reap:
         steps.append(("killing the orphans", lambda: left.update(_kill_all(_orphans))))
         steps.append(("reaping", _reap))
-    steps.append(("removing the task's cgroup", lambda: problems.extend([group.remove()] if group.folder else [])))
+    def remove_group() -> None:
+        run.out_of_memory = group.out_of_memory()
+        problems.append(group.remove())
+
+    steps.append(("removing the task's cgroup", remove_group))
     for what, step in steps:
         try:
             step()
