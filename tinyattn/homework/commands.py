@@ -18,8 +18,8 @@ from typing import Callable
 
 import tinyattn
 
-from . import confine, sandbox, untrusted
-from .grading import GradedTest, Outcome, Reference, manifest, run_graded, run_tests, scan_tests
+from . import confine, policy, sandbox, untrusted
+from .grading import GradedTest, Outcome, Reference, TaskRun, feedback, manifest, run_graded, run_tests, scan_tests
 from .markers import MarkerError, Mutant, Region, fill_task, find_regions, package_files, write_package
 from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
@@ -92,9 +92,12 @@ def _write_marked(files: dict[str, list[str]], dest: str) -> None:
 def student_readme(data: dict, regions: dict[str, list[Region]]) -> str:
     """README_STUDENT.md: the tasks, where they are, how to test one, what to hand in."""
     rows = ["| task | points | file | what to write |", "| --- | --- | --- | --- |"]
+    rules = []
     for task, info in data["tasks"].items():
         where = ", ".join(sorted({r.path for r in regions[task]}))
         rows.append(f"| `{task}` | {info['points']:g} | `{where}` | {TASK_INFO.get(task, '')} |")
+        rule = policy.resolve(info.get("policy"), task)
+        rules.append(f"- `{task}`: your code {rule.describe()}" + (f" ({rule.why})." if rule.why else "."))
     first = next(iter(data["tasks"]))
     return f"""# tinyattn homework
 
@@ -113,6 +116,10 @@ Run the public tests of every task, or of one task (each test names its task):
     python -m pytest tests
     python -m pytest tests --task {first}
 
+What each task's code may use (the grader checks it, and refuses code that does not keep to it):
+
+{chr(10).join(rules)}
+
 Tests of tasks not in this assignment are skipped. Locally a blank task can make the
 tests of another fail (attention needs its heads split); the grader does not: each
 task is graded with every other task's code taken from the reference.
@@ -122,9 +129,15 @@ files cannot be graded. More tests, hidden from you, grade the same tasks.
 """
 
 
-def assign(out: str, tasks: list[str] | None = None) -> dict:
-    """Write ``out/student``, ``out/autograder``, ``out/manifest.json`` and ``out/gradescope_autograder.zip``."""
+def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | None = None) -> dict:
+    """Write ``out/student``, ``out/autograder``, ``out/manifest.json`` and ``out/gradescope_autograder.zip``.
+
+    ``policies``: task -> the name of its call policy (``policy.POLICIES``), for tasks that should not
+    have their default (``policy.default_for``); the manifest holds each task's."""
     files, regions, tests, chosen = load(tasks)
+    unknown = sorted(set(policies or {}) - set(chosen))
+    if unknown:
+        raise HomeworkError(f"assign: --policy names task(s) not assigned: {', '.join(unknown)}")
     if os.path.exists(out) and not os.path.isdir(out):
         raise HomeworkError(f"assign: {out} is a file, not a folder")
     if os.path.exists(out) and os.listdir(out):
@@ -143,6 +156,11 @@ def assign(out: str, tasks: list[str] | None = None) -> dict:
             with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
                 f.write(license_text)
         data = manifest(tests, chosen)
+        for task, info in data["tasks"].items():
+            try:
+                info["policy"] = policy.as_manifest(policy.resolve((policies or {}).get(task), task))
+            except ValueError as err:
+                raise HomeworkError(f"assign: {err}") from None
         with open(os.path.join(student, "README_STUDENT.md"), "w", encoding="utf-8") as f:
             f.write(student_readme(data, regions))
         for path in (os.path.join(tmp, "manifest.json"), os.path.join(autograder, "manifest.json")):
@@ -278,7 +296,9 @@ def check(
     3. blanking each task alone fails every one of its own tests;
     4. every common mistake (``mistakes.py``), planted alone, fails at least one test of its task;
     5. isolation: a student copy where only task T is solved is graded, for T, on a package
-       identical to the reference, so T earns the full points check 1 showed.
+       identical to the reference, so T earns the full points check 1 showed;
+    6. the call policy: each task's refuses neither its reference nor any of its mistakes (on the
+       code), and the run-time half watches checks 1 and 4 (a mistake refused there is a hole).
     ``progress(done, total, what)`` is called as each of the test runs ends (``homework check``
     prints it). Returns ``(ok, table)``.
     """
@@ -307,22 +327,24 @@ def check(
                     jobs.append(("4. mistake caught", subject, set(), planted, region.path, own, "some fail"))
 
         # Write every variant first, in this thread: ast.parse is not safe to call from several threads.
-        roots = []
+        roots, spans = [], []
         for index, (_, _, blank, mutant, mutant_path, _, _) in enumerate(jobs):
             roots.append(os.path.join(tmp, f"variant{index}"))
-            write_package(files, regions, roots[-1], blank=blank, mutant=mutant, mutant_path=mutant_path)
+            spans.append(write_package(files, regions, roots[-1], blank=blank, mutant=mutant, mutant_path=mutant_path))
         limits = sandbox.Limits(seconds=timeout)
+        rules = {task: policy.resolve(None, task) for task in chosen}  # (each task's default, at run time too)
 
         def run(index: int) -> tuple[tuple[str, str, str, bool], dict[str, Outcome]]:
             label, subject, _, mutant, _, job_tests, expect = jobs[index]
             if subject.endswith("(public tests)"):
                 outcomes = run_tests(roots[index], TESTS_DIR, job_tests, timeout=timeout)
             else:
-                def write(dest: str, root: str = roots[index]) -> None:
+                def write(dest: str, root: str = roots[index], spans: dict = spans[index]) -> dict:
                     shutil.copytree(root, dest)
+                    return spans
 
                 outcomes = run_graded(write, job_tests, reference, seed=seed, limits=limits,
-                                      iso=sandbox.Isolation()).outcomes
+                                      iso=sandbox.Isolation(), regions=regions, policies=rules).outcomes
             passed = [n for n, o in outcomes.items() if o.passed]
             failed = [n for n, o in outcomes.items() if not o.passed]
             if expect == "all pass":
@@ -333,6 +355,9 @@ def check(
                     f"; still passing: {', '.join(passed)}" if passed else "")
             else:
                 ok, detail = bool(failed), f"{len(failed)}/{len(outcomes)} of its tests failed"
+                refused = [n for n, o in outcomes.items() if policy.REFUSED in o.output]
+                if refused:  # an honest mistake must fail on its values, never be refused as a shortcut
+                    ok, detail = False, f"refused by the task's policy: {', '.join(refused)}"
                 if mutant is not None:
                     detail += f"  [{mutant.code.strip()}]"
             return (label, subject, detail, ok), outcomes
@@ -358,6 +383,7 @@ def check(
             "every graded test failed with its task blank" if not survivors
             else f"still passing: {', '.join(survivors)}"), not survivors))
         rows += isolation_rows(files, regions, chosen, os.path.join(tmp, "isolation"))
+        rows += policy_rows(files, regions, chosen)
     width = max(len(r[1]) for r in rows)
     lines = [f"{'check':<24} {'subject':<{width}}  {'result':<6} detail", "-" * (width + 60)]
     for label, subject, detail, ok in rows:
@@ -386,6 +412,31 @@ def isolation_rows(
         differ = [rel for rel in files if _read(os.path.join(roots[task], rel)) != _read(os.path.join(reference, rel))]
         detail = "graded on the reference package" if not differ else f"differs from the reference in {differ[0]}"
         rows.append(("5. isolation", task, detail, not differ))
+    return rows
+
+
+def policy_rows(
+    files: dict[str, list[str]], regions: dict[str, list[Region]], chosen: list[str]
+) -> list[tuple[str, str, str, bool]]:
+    """Check 6: each task's call policy (its default) refuses neither the reference nor any common mistake."""
+    rows = []
+    for task in chosen:
+        rule, variants, refused = policy.resolve(None, task), 0, []
+        for region in regions[task]:
+            reference = files[region.path][region.begin + 1 : region.end]
+            honest = [("the reference", reference)]
+            for planted in region.mutants:
+                code = list(reference)
+                at = planted.target - region.begin - 1
+                code[at] = code[at][: len(code[at]) - len(code[at].lstrip())] + planted.code
+                honest.append((planted.code.strip(), code))
+            for name, code in honest:
+                variants += 1
+                if policy.check(code, rule):
+                    refused.append(name)
+        detail = (f"{rule.name}: refuses none of {variants} honest variants (the reference, the common mistakes)"
+                  if not refused else f"{rule.name} refuses honest code: {'; '.join(refused)}")
+        rows.append(("6. policy", task, detail, not refused))
     return rows
 
 
@@ -507,6 +558,10 @@ def grade(
         data = json.load(f)
     sheet = ResultsFile(json_path, data["tasks"])
     sheet.write("not graded yet: grading has just begun")
+    try:
+        rules = {task: policy.resolve(info.get("policy"), task) for task, info in data["tasks"].items()}
+    except (TypeError, ValueError) as err:
+        raise HomeworkError(f"grade: manifest.json: {err}") from None
     if not os.path.isdir(student_dir):
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     package_root = find_package(student_dir)
@@ -538,12 +593,20 @@ def grade(
         for task, info in data["tasks"].items():
             given = package_for(task, regions, reading)
 
-            def write(dest: str, given: dict = given) -> None:
-                write_package(files, regions, dest, blank=set(), given=given)
+            def write(dest: str, given: dict = given) -> dict:
+                return write_package(files, regions, dest, blank=set(), given=given)
 
             task_tests = [GradedTest(**t) for t in info["tests"]]
-            run = run_graded(write, task_tests, reference, seed=task_seed(base, task), limits=limits, iso=iso,
-                             redact=redact)
+            rule = rules[task]
+            refused = [r for region in regions[task] if region.key in reading.code
+                       for r in policy.check(reading.code[region.key], rule)]
+            if refused:  # the code's first check: it does not run at all
+                message = policy.refusal_message(task, rule, refused)
+                run = TaskRun(outcomes={g.node_id: Outcome(False, feedback(g, message, "")) for g in task_tests},
+                              log=[f"refused by the policy {rule.name}: {message}"])
+            else:
+                run = run_graded(write, task_tests, reference, seed=task_seed(base, task), limits=limits, iso=iso,
+                                 redact=redact, regions=regions, policies={task: rule})
             outcomes = [run.outcomes[g.node_id] for g in task_tests]
             entries = [_test_entry(task, t, o.passed, o.output) for t, o in zip(info["tests"], outcomes)]
             sheet.graded[task] = entries

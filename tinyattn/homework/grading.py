@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Callable
 
-from . import sandbox
+from . import policy, sandbox
+from .markers import Region
+from .policy import Policy
 
 PROBES_FILE = "probes.py"
 
@@ -209,8 +211,28 @@ class TaskRun:
     log: list[str] = field(default_factory=list)
 
 
+Spans = dict[tuple[str, int], tuple[int, int]]  # a region's key -> its first and last line in the written package
+
+
+def watch_requests(tests: list[GradedTest], spans: Spans, package: str, regions: dict[str, list[Region]],
+                   policies: dict[str, Policy]) -> dict[str, dict]:
+    """The run-time half of each test's task policy (``task_tests/runner.py``): the task's lines in the written
+    package and the calls into the package they may make; tests whose policy allows any call are not watched."""
+    requests = {}
+    for t in tests:
+        policy = policies.get(t.task)
+        if policy is None or policy.calls is None:
+            continue
+        files: dict[str, list[list[int]]] = {}
+        for r in regions.get(t.task, []):
+            if r.key in spans:
+                files.setdefault(os.path.join(package, r.path), []).append(list(spans[r.key]))
+        requests[t.name] = {"files": files, "calls": list(policy.calls)}
+    return requests
+
+
 def run_graded(
-    write: Callable[[str], None],
+    write: Callable[[str], Spans | None],
     tests: list[GradedTest],
     reference: Reference,
     *,
@@ -218,16 +240,22 @@ def run_graded(
     limits: sandbox.Limits,
     iso: sandbox.Isolation,
     redact: Callable[[str], str] = lambda text: text,
+    regions: dict[str, list[Region]] | None = None,
+    policies: dict[str, Policy] | None = None,
 ) -> TaskRun:
-    """Grade ``tests`` on the package ``write(folder)`` puts in a fresh folder: probes in a child, verdicts here."""
+    """Grade ``tests`` on the package ``write(folder)`` puts in a fresh folder: probes in a child, verdicts here.
+
+    ``write`` returns where the regions are in what it wrote (``markers.write_package``'s spans); with
+    ``regions`` and ``policies``, the child watches the calls each test's task code makes at run time."""
     work = sandbox.make_workdir([os.path.join(reference.tests_dir, "runner.py")], iso)
     try:
         with open(os.path.join(work.harness, PROBES_FILE), "w", encoding="utf-8") as f:
             f.write(reference.probes_for([t.name for t in tests]))
-        write(work.package)
+        spans = write(work.package)
         sandbox.seal(work.package)
         sandbox.seal(work.harness)
-        child = sandbox.run_child(work, [t.name for t in tests], seed, limits, iso)
+        watch = watch_requests(tests, spans or {}, work.package, regions or {}, policies or {})
+        child = sandbox.run_child(work, [t.name for t in tests], seed, limits, iso, watch=watch)
     finally:
         left = sandbox.remove_workdir(work)
     run = TaskRun()
@@ -243,9 +271,18 @@ def run_graded(
         run.log.append(f"deleted {child.removed} file(s) or IPC object(s) the student's code left in shared places")
     if child.output.strip():
         run.log.append("its output (for the instructor only):\n" + child.output.rstrip())
+    errors = {name: message["error"] for name, message in child.messages.items() if "error" in message}
+    rules = policies or {}
+    void = {task: policy.voided(task, rules[task], {t.name: errors[t.name] for t in tests
+                                                    if t.task == task and t.name in errors})
+            for task in {t.task for t in tests} if task in rules}
     for t in tests:
         message = child.messages.get(t.name)
-        if message is None:
+        if void.get(t.task):  # the task's code broke its policy in one probe: none of its tests counts
+            run.outcomes[t.node_id] = Outcome(False, feedback(t, void[t.task], ""))
+            if message is not None and "error" in message:
+                run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
+        elif message is None:
             why = child.ended or "ended without sending a result"
             run.outcomes[t.node_id] = Outcome(False, feedback(t, f"did not run: the process {why}", ""))
         elif "error" in message:
@@ -262,6 +299,7 @@ def run_graded(
             except Exception as err:  # arrays no judge expected (forged, say): a failed test, never a crash
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, "the result could not be judged", ""))
                 run.log.append(f"{t.name}: the result could not be judged: {type(err).__name__}: {err}")
+    run.log += [reason for reason in void.values() if reason]
     return run
 
 

@@ -186,11 +186,13 @@ def rewrite(
     blank: set[str],
     mutant: Mutant | None = None,
     given: dict[tuple[str, int], list[str]] | None = None,
+    spans: dict[tuple[str, int], tuple[int, int]] | None = None,
 ) -> list[str]:
     """One file's text with the tasks in ``blank`` stubbed, the rest as reference, markers removed.
 
     With ``mutant``, the line it targets is replaced by the wrong code (same indentation).
-    ``given`` maps a region's ``key`` to the lines that stand in it instead (a student's code).
+    ``given`` maps a region's ``key`` to the lines that stand in it instead (a student's code);
+    ``spans``, if given, gets the first and last line (1-based) of each region not blanked.
     The module docstring's "Homework: ..." note goes too: the copy has no markers left.
     """
     out: list[str] = []
@@ -203,10 +205,11 @@ def rewrite(
             i += 1
             continue
         if given is not None and region.key in given:
-            out.extend(given[region.key])
+            out += [_Edge(region.key), *given[region.key], _Edge(region.key)]
         elif region.task in blank:
             out.extend(_stub_lines(region))
         else:
+            out.append(_Edge(region.key))  # (where the region's lines start and end, found again below)
             for j in range(region.begin + 1, region.end):
                 if STUB.match(lines[j]):
                     continue
@@ -215,8 +218,29 @@ def rewrite(
                     out.append(indent + mutant.code)
                 else:
                     out.append(lines[j])
+            out.append(_Edge(region.key))
         i = region.end + 1
-    return _without_homework_note(out)
+    text: list[str] = []
+    opened: dict[tuple[str, int], int] = {}  # a region whose start was seen -> its first line
+    for line in _without_homework_note(out):
+        if not isinstance(line, _Edge):
+            text.append(line)
+        elif line.key not in opened:
+            opened[line.key] = len(text) + 1
+        elif spans is not None:
+            spans[line.key] = (opened[line.key], len(text))
+    return text
+
+
+class _Edge(str):
+    """A mark in ``rewrite``'s lines where a given region starts or ends (never written)."""
+
+    key: tuple[str, int]
+
+    def __new__(cls, key: tuple[str, int]) -> _Edge:
+        edge = super().__new__(cls, "")
+        edge.key = key
+        return edge
 
 
 def write_package(
@@ -227,19 +251,21 @@ def write_package(
     mutant: Mutant | None = None,
     mutant_path: str | None = None,
     given: dict[tuple[str, int], list[str]] | None = None,
-) -> None:
+) -> dict[tuple[str, int], tuple[int, int]]:
     """Write every file under ``dest_root`` (blanked, mutated, or with ``given`` regions as asked).
 
     A file that does not parse is refused, unless a ``given`` region (a student's code) is in it:
-    then it is written as it is, and the test run reports the error.
+    then it is written as it is, and the test run reports the error. Returns where each region
+    not blanked lies in its written file (``rewrite``'s ``spans``).
     """
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
     regions_of: dict[str, list[Region]] = {}
     for regions in tasks.values():
         for r in regions:
             regions_of.setdefault(r.path, []).append(r)
     for rel, lines in files.items():
         here = regions_of.get(rel, [])
-        text = "\n".join(rewrite(lines, here, blank, mutant if rel == mutant_path else None, given))
+        text = "\n".join(rewrite(lines, here, blank, mutant if rel == mutant_path else None, given, spans))
         try:
             ast.parse(text, filename=rel)
         except SyntaxError as err:
@@ -249,6 +275,7 @@ def write_package(
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
+    return spans
 
 
 def fill_task(student_file: str, region: Region, reference_lines: list[str]) -> bool:

@@ -327,14 +327,16 @@ _TASKS = itertools.count()  # (names each task's cgroup)
 
 
 def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: Isolation,
-              python: str | None = None) -> ChildRun:
-    """Run ``tests`` (probe names) on ``work.package`` in a child; collect what it sends."""
+              python: str | None = None, watch: dict | None = None) -> ChildRun:
+    """Run ``tests`` (probe names) on ``work.package`` in a child; collect what it sends.
+
+    ``watch``: the run-time half of the task's call policy (``task_tests/runner.py``)."""
     read_fd, write_fd = os.pipe()
     env = {"PATH": "/usr/bin:/bin", "HOME": work.home, "TMPDIR": work.home, "MPLCONFIGDIR": work.home,
            "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     request = {"seed": seed, "tests": tests, "channel": write_fd, "package_root": work.package,
-               "limits": limits.rlimits(as_student=iso.uid is not None)}
+               "limits": limits.rlimits(as_student=iso.uid is not None), "watch": watch}
     run = ChildRun()
     group = confine.TaskGroup(iso.fences or confine.Fences(), f"tinyattn-task-{os.getpid()}-{next(_TASKS)}")
     entry = None  # as root: the fences, then the student user, between fork and exec (confine.Entry)

@@ -13,6 +13,9 @@ The public tests a student runs at home are ``check_tasks.py``; the graded probe
 the same things, each against the reference.
 """
 
+import signal
+import threading
+
 import numpy as np
 
 import tinyattn as ta
@@ -43,6 +46,48 @@ def _backward(out, rng):
 
 def _grads(prefix, *tensors):
     return {f"{prefix}{i}": t.grad.numpy() for i, t in enumerate(tensors)}
+
+
+# A backward task's hidden probe also runs on an input with thousands of elements per row: a derived
+# backward takes milliseconds there; differentiating numerically (a forward per element, or per column)
+# takes minutes. So the probe has a budget of seconds, enforced in the student's process.
+BUDGET = 5.0
+
+
+class _Alarm(BaseException):  # (not an Exception: ``except Exception`` in the code under test lets it through)
+    pass
+
+
+class OverBudget(TimeoutError):
+    """A probe's large input took longer than its budget."""
+
+
+def _within(seconds, run):
+    """``run()``, stopped with TimeoutError after ``seconds`` (again every 0.1 s, should the code catch it);
+    in the main thread only (the grader's threads compute the reference without a budget)."""
+    if threading.current_thread() is not threading.main_thread():
+        return run()
+
+    def over(signum, frame):
+        raise _Alarm()
+
+    previous = signal.signal(signal.SIGALRM, over)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.1)
+    try:
+        return run()
+    except _Alarm:
+        raise OverBudget(f"took more than {seconds:g} s on a large input, where a derived backward takes "
+                           "milliseconds (is it differentiating numerically?)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _large(rng, make, shape):
+    """The gradient of ``make(x)`` for a large random ``x``, from a random upstream gradient, within the budget."""
+    (x,) = _leaves(rng, shape)
+    _within(BUDGET, lambda: _backward(make(x), rng))
+    return x.grad.numpy()
 
 
 # -- week 1: broadcasting and matmul ----------------------------------------------
@@ -295,7 +340,8 @@ def test_matmul_backward_reference(seed):
     a, b, x, w = _leaves(rng, (2, 3, 4), (4, 5), (5, 4), (2, 1, 4, 3))
     _backward(a @ b, rng)
     _backward(x @ w, rng)
-    return _grads("grad", a, b, x, w)
+    fixed = ta.tensor(rng.standard_normal((512, 512)))
+    return {**_grads("grad", a, b, x, w), "large_grad": _large(rng, lambda big: big @ fixed, (512, 512))}
 
 
 @task(id="linear_forward", points=1, hidden=True)
@@ -309,7 +355,8 @@ def test_shape_backward_reference(seed):
     rng = _rng(seed)
     (x,) = _leaves(rng, (2, 3, 4))
     _backward(x.transpose(0, 2).reshape(6, 4) * x.reshape(4, 6).transpose(0, 1), rng)
-    return {"x_grad": x.grad.numpy()}
+    large = _large(rng, lambda big: big.transpose(0, 1).reshape(1024, 256) * 2, (512, 512))
+    return {"x_grad": x.grad.numpy(), "large_grad": large}
 
 
 @task(id="softmax_backward", points=2, hidden=True)
@@ -317,7 +364,7 @@ def test_softmax_backward_reference(seed):
     rng = _rng(seed)
     (x,) = _leaves(rng, (2, 3, 4))
     _backward(x.softmax(dim=-1) + x.softmax(dim=1), rng)
-    return {"x_grad": x.grad.numpy()}
+    return {"x_grad": x.grad.numpy(), "large_grad": _large(rng, lambda big: big.softmax(dim=-1), (64, 4096))}
 
 
 @task(id="log_softmax_backward", points=2, hidden=True)
@@ -326,7 +373,8 @@ def test_log_softmax_backward_reference(seed):
     x, logits = _leaves(rng, (2, 3, 4), (5, 6))
     _backward(x.log_softmax(dim=-1), rng)
     F.cross_entropy(logits, rng.integers(0, 6, 5)).backward()
-    return {"x_grad": x.grad.numpy(), "logits_grad": logits.grad.numpy()}
+    large = _large(rng, lambda big: big.log_softmax(dim=-1), (64, 4096))
+    return {"x_grad": x.grad.numpy(), "logits_grad": logits.grad.numpy(), "large_grad": large}
 
 
 @task(id="attention", points=3, hidden=True)

@@ -2,12 +2,18 @@
 
 The grader starts ``python -I runner.py`` in a fresh folder holding this file, ``probes.py``
 and the package under test, and writes one JSON request to its stdin:
-``{"seed", "tests", "limits", "channel"}``. Before any of the student's code is imported,
+``{"seed", "tests", "limits", "channel", "package_root", "watch"}``. Before any of the student's code is imported,
 the limits are set (soft and hard, so the code cannot raise them again). Then each probe
 runs and one JSON line per test goes to the channel (a pipe the grader reads):
 ``{"test": name, "arrays": {name: {"dtype", "shape", "data"}}}`` or
 ``{"test": name, "error": {"type", "message", "frames"}}``. The grader treats every byte
 of it as untrusted data.
+
+``watch`` (the run-time half of the tasks' call policies, ``homework/policy.py``) maps a test to
+its task's lines in the package and the calls they may make (``{test: {"files": {path: [[first,
+last], ...]}, "calls": [...]}}``): while that test's probe runs, every call those lines make into
+the package's own Python code must be to one of ``calls``; a probe whose task code made another
+fails with ``PolicyError``.
 """
 
 import base64
@@ -47,6 +53,46 @@ def _describe(err, package_root):
     return {"type": type(err).__name__, "message": message, "frames": frames[-8:]}
 
 
+class _Watch:
+    """Calls from the task's lines into the package that the task's policy does not allow."""
+
+    def __init__(self, spec, package_root):
+        self.files = {path: [tuple(span) for span in spans] for path, spans in spec["files"].items()}
+        self.library = os.path.join(package_root, "tinyattn") + os.sep
+        self.calls = set(spec["calls"])
+        self.refused = []
+
+    def hook(self, frame, event, arg):
+        if event != "call":
+            return
+        caller = frame.f_back
+        spans = self.files.get(caller.f_code.co_filename) if caller is not None else None
+        if spans is None or not any(first <= caller.f_lineno <= last for first, last in spans):
+            return
+        code = frame.f_code
+        if code.co_filename.startswith(self.library) and code.co_name not in self.calls:
+            where = f"{code.co_name} ({os.path.relpath(code.co_filename, os.path.dirname(self.library))})"
+            if where not in self.refused:
+                self.refused.append(where)
+
+    def run(self, probe, seed):
+        """``probe(seed)``, watched; raises PolicyError if the task's code made a call it may not."""
+        self.refused = []
+        sys.setprofile(self.hook)
+        try:
+            result = probe(seed)
+        finally:
+            sys.setprofile(None)
+        if self.refused:
+            raise PolicyError("the task's code called " + ", ".join(self.refused[:5]) + ", which its policy does "
+                              "not allow (write the computation out)")
+        return result
+
+
+class PolicyError(Exception):
+    """The task's code made a call its policy does not allow."""
+
+
 def main():
     request = json.loads(sys.stdin.read())
     for name, value in request["limits"].items():
@@ -65,9 +111,11 @@ def main():
         for test in request["tests"]:
             send({"test": test, "error": _describe(err, package_root)})
         return
+    watches = {test: _Watch(spec, package_root) for test, spec in (request.get("watch") or {}).items()}
     for test in request["tests"]:
         try:
-            arrays = getattr(probes, test)(request["seed"])
+            probe = getattr(probes, test)
+            arrays = watches[test].run(probe, request["seed"]) if test in watches else probe(request["seed"])
             send({"test": test, "arrays": {name: _encode(value) for name, value in arrays.items()}})
         except BaseException as err:  # noqa: B036 - SystemExit from the student's code fails only this test
             send({"test": test, "error": _describe(err, package_root)})

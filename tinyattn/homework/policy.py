@@ -1,0 +1,176 @@
+"""What a task's code may call: a policy per task, checked on the code before it runs and watched while it runs.
+
+A backward task asks the student to *derive* a gradient. It can be answered without
+deriving it: by numerical differentiation through a forward (central differences, or the
+complex step, which in float64 matches to 1e-7), or by calling another part of the shipped
+package that computes the same gradient (another op's backward, autograd through other
+ops). A policy names what the task's code may not do, and the grader holds it twice:
+
+1. **on the code** (``check``, in the grader's process, before anything runs): the region's
+   code is parsed, and an ``import``, a forbidden name (``eval``, ``getattr``, ``complex``...),
+   a forbidden attribute (``.forward``, ``.backward``, ``.imag``...), any ``__dunder__``
+   (the way around every name rule), a complex literal (``1j``) or a string naming a complex
+   dtype is refused, with its line;
+2. **at run time** (``task_tests/runner.py``, in the child): every call the region's lines make
+   into the package's own Python code is checked against the functions the policy allows (a
+   helper the task needs, such as ``unbroadcast``); any other fails the probe that made it.
+
+A third line is the probes': a hidden probe of each backward task runs on an input large
+enough that differentiating numerically takes minutes, under a time budget of seconds.
+
+The instructor picks a policy per task (``assign --policy task=name``; it is written into
+``manifest.json``): ``derive`` (the default for the backward tasks), ``no-imports`` (the
+default for the others), ``open``, or a dict of ``Policy``'s fields in ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+# What lets code reach anything by a name it builds: a policy that forbids imports forbids these too
+DYNAMIC = ("eval", "exec", "compile", "getattr", "setattr", "delattr", "globals", "locals", "vars", "__import__",
+           "open", "breakpoint", "input", "memoryview", "help")
+COMPLEX = ("complex", "complex64", "complex128", "complex256", "complex_", "csingle", "cdouble", "clongdouble",
+           "imag", "conj", "conjugate", "iscomplex", "iscomplexobj", "real_if_close")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a task's code may not do (``names``, ``attributes``: identifiers it may not use), and what it may
+    call in the package at run time (``calls``: function names; None for anything)."""
+
+    name: str = "open"
+    imports: bool = True
+    dunder: bool = True  # may it name ``__x__`` attributes and names
+    complex_numbers: bool = True
+    names: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+    calls: tuple[str, ...] | None = None
+    why: str = ""  # what the policy is for, said to the student with every refusal
+
+    def describe(self) -> str:
+        """One line for the student: what this task's code may not do."""
+        parts = [] if self.imports else ["import"]
+        parts += [] if self.dunder else ["use __dunder__ names"]
+        parts += [] if self.complex_numbers else ["use complex numbers"]
+        parts += [f"use {', '.join(self.attributes)} of any object"] if self.attributes else []
+        parts += [f"call {', '.join(self.names)}"] if self.names else []
+        if self.calls is not None:
+            allowed = ", ".join(self.calls) or "none"
+            parts.append(f"call the package's own functions (allowed: {allowed})")
+        return "may not " + "; ".join(parts) if parts else "may use anything"
+
+
+# Autograd and the ops: as attributes (an op's forward or backward, a tensor's .grad, NumPy's gradient),
+# and as names (what a module imports to build a graph); a local variable may well be called ``grad``
+AUTOGRAD_ATTRIBUTES = ("forward", "backward", "apply", "grad", "requires_grad", "requires_grad_", "retain_grad",
+                       "gradient", "no_grad", "enable_grad", "autograd", "Tensor", "tensor", "vjp", "jvp")
+AUTOGRAD_NAMES = ("no_grad", "enable_grad", "autograd", "Tensor", "tensor")
+
+POLICIES: dict[str, Policy] = {
+    "open": Policy(),
+    "no-imports": Policy(
+        "no-imports", imports=False, dunder=False, names=DYNAMIC,
+        why="the task's code uses only what its file gives it"),
+    "derive": Policy(
+        "derive", imports=False, dunder=False, complex_numbers=False, names=DYNAMIC + AUTOGRAD_NAMES,
+        attributes=AUTOGRAD_ATTRIBUTES, calls=("unbroadcast",),
+        why="a backward is derived and written out, not computed numerically or by another op's backward"),
+}
+
+BACKWARD_TASKS = ("unbroadcast", "matmul_backward", "shape_backward", "softmax_backward", "log_softmax_backward")
+
+
+def default_for(task: str) -> str:
+    """The policy a task gets unless the instructor picks another."""
+    return "derive" if task in BACKWARD_TASKS else "no-imports"
+
+
+def resolve(spec: str | dict | None, task: str) -> Policy:
+    """The ``Policy`` a manifest entry names: a preset's name, a dict of fields (over ``open``), or the default."""
+    if spec is None:
+        return POLICIES[default_for(task)]
+    if isinstance(spec, str):
+        if spec not in POLICIES:
+            raise ValueError(f"task {task}: unknown policy {spec!r} (known: {', '.join(POLICIES)})")
+        return POLICIES[spec]
+    if not isinstance(spec, dict):
+        raise TypeError(f"task {task}: a policy is a name or a dict of fields, got {type(spec).__name__}")
+    known = {f.name for f in dataclasses.fields(Policy)}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ValueError(f"task {task}: unknown policy field(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(known))})")
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()}
+    return Policy(**{"name": "custom", **values})
+
+
+def as_manifest(policy: Policy) -> str | dict:
+    """How ``policy`` is written into manifest.json: its preset's name, or its fields."""
+    if POLICIES.get(policy.name) == policy:
+        return policy.name
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(policy).items()}
+
+
+@dataclass
+class Refusal:
+    """One thing the code does that its policy forbids."""
+
+    line: int  # 1-based, within the region's code
+    what: str
+
+
+def check(code: list[str], policy: Policy) -> list[Refusal]:
+    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing, or when the code does not parse
+    (its own SyntaxError then fails the task's tests, with the student's line)."""
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(code)))
+    except (SyntaxError, ValueError):
+        return []
+    refused = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not policy.imports:
+            refused.append(Refusal(line, "an import"))
+        elif isinstance(node, ast.Name):
+            if not policy.dunder and node.id.startswith("__"):
+                refused.append(Refusal(line, f"the name {node.id}"))
+            elif node.id in policy.names or (not policy.complex_numbers and node.id in COMPLEX):
+                refused.append(Refusal(line, f"the name {node.id}"))
+        elif isinstance(node, ast.Attribute):
+            if not policy.dunder and node.attr.startswith("__"):
+                refused.append(Refusal(line, f"the attribute .{node.attr}"))
+            elif node.attr in policy.attributes or (not policy.complex_numbers and node.attr in COMPLEX):
+                refused.append(Refusal(line, f"the attribute .{node.attr}"))
+        elif isinstance(node, ast.Constant) and not policy.complex_numbers:
+            if isinstance(node.value, complex):
+                refused.append(Refusal(line, f"the complex number {node.value!r}"))
+            elif isinstance(node.value, str) and "complex" in node.value.lower():
+                refused.append(Refusal(line, f"the string {node.value[:40]!r}, which names a complex type"))
+        elif isinstance(node, ast.alias) and not policy.dunder and node.name.startswith("__"):
+            refused.append(Refusal(line, f"the name {node.name}"))
+    return sorted(refused, key=lambda r: r.line)
+
+
+REFUSED = "refused by the task's policy"  # in every refusal's message, what a failure for this reason says
+
+
+def refusal_message(task: str, policy: Policy, refused: list[Refusal]) -> str:
+    """What the student reads when the policy refuses their code."""
+    first = "; ".join(f"{r.what} (line {r.line} of your code)" for r in refused[:5])
+    more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+    why = f" ({policy.why})" if policy.why else ""
+    return f"{REFUSED}, not run: task {task}'s code {policy.describe()}{why}; yours uses {first}{more}"
+
+
+def voided(task: str, policy: Policy, errors: dict[str, dict]) -> str:
+    """Why every test of ``task`` fails, when one probe found the code breaking the policy at run time (a call
+    it may not make, or the large input's time budget: numerical differentiation); "" when none did."""
+    for error in errors.values():
+        if error["type"] in ("PolicyError", "OverBudget"):
+            return f"{REFUSED}: task {task}'s code {policy.describe()}; at run time, {error['message'][:300]}"
+    return ""
