@@ -2,8 +2,10 @@
 
 Every submission solves ``adam_step`` honestly and leaves ``log_softmax_backward`` blank;
 the attack is the code in its ``softmax_backward`` region, which the grader runs first.
-Each must score exactly the honest task's points (4), leave the results file as the grader
-wrote it, leave no process of the student behind, and tell the instructor (the log) what
+The attack's regions are graded under the ``open`` call policy, so that the code runs: these
+attacks are on the sandbox, which must hold without the policy. Each must score exactly the
+honest task's points (4), leave the results file as the grader wrote it, leave no process of
+the student behind, and tell the instructor (the log) what
 the code did. Attacks that need the student user (root, a Python it can run) run only where
 it can be exercised (always in CI); the others run everywhere. One attack of each kind runs
 with the README's test command; the rest are marked slow (CI runs them all).
@@ -35,8 +37,10 @@ LATER_STUB = 'raise NotImplementedError("task log_softmax_backward")'
 
 @pytest.fixture(scope="module")
 def assignment(tmp_path_factory):
+    """The attacks' regions under the ``open`` policy: these attacks are on the sandbox, which must hold
+    without the call policy (``test_attacks_shortcuts.py`` attacks through the policy)."""
     out = tmp_path_factory.mktemp("attacks") / "hw"
-    commands.assign(str(out), TASKS)
+    commands.assign(str(out), TASKS, {"softmax_backward": "open", "log_softmax_backward": "open"})
     return str(out)
 
 
@@ -91,24 +95,60 @@ def assert_only_the_honest_task_scores(assignment, results, log=""):
             break
         time.sleep(0.1)
     assert not student_processes(), "a process of the student user outlived the grading"
+    assert not student_objects(), f"objects of the student user outlived the grading: {student_objects()}"
+
+
+def student_objects():
+    """System V IPC objects and entries in the shared folders that belong to the student user."""
+    try:
+        uid = __import__("pwd").getpwnam("tinyattn-student").pw_uid
+    except KeyError:
+        return []
+    found = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="utf-8") as f:
+                header, *rows = [line.split() for line in f if line.strip()]
+        except (OSError, ValueError):
+            continue
+        found += [f"{kind} {row[1]}" for row in rows if int(row[header.index("uid")]) == uid]
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        for entry in os.scandir(folder):
+            try:
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    found.append(entry.path)
+            except OSError:
+                pass
+    return found
 
 
 def student_visible(results):
     return "\n".join([results.get("output", "")] + [t["output"] for t in results["tests"]])
 
 
-def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(assignment, tmp_path):
+CONFIGURATIONS = ["", "namespaces", "cgroup", "oom", "keyrings", "namespaces,cgroup,oom,keyrings"]
+
+
+@pytest.mark.parametrize("without", [
+    pytest.param(w, marks=[pytest.mark.slow] if w else []) for w in CONFIGURATIONS])
+def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(assignment, tmp_path, without):
+    """Behind every fence, and with each (and all) turned off, as on kernels that refuse them."""
     venv = require_isolation()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
     try:
         student = solved_student(assignment, str(tmp_path / "work"), TASKS)
         shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
-        results, log = box.run()
+        results, log = box.run(without=without)
     finally:
         box.remove()
     assert results["score"] == sum(info["points"] for info in manifest(assignment)["tasks"].values()) == 12
     assert all(t["status"] == "passed" for t in results["tests"])
-    assert "the student's code runs as tinyattn-student" in log and "isolation reduced" not in log
+    assert "the student's code runs as tinyattn-student" in log or without
+    if without:
+        said = "isolation reduced: " + "; ".join(f"no {name} (turned off)" for name in without.split(","))
+        assert log.startswith(said) and results["output"].startswith(said), log[:500]
+    else:
+        assert "isolation reduced" not in log and "behind every fence" in log
 
 
 # -- forged results ------------------------------------------------------------------------------------

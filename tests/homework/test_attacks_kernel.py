@@ -46,6 +46,7 @@ rt.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_vo
 rt.mq_send.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint]
 rt.mq_receive.restype = ctypes.c_ssize_t
 rt.mq_receive.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p]
+rt.mq_unlink.argtypes = [ctypes.c_char_p]
 """
 
 # The later task runs the stashed reference code, if it finds any
@@ -84,6 +85,7 @@ for keyring in (-4, -5, -3):  # the user, user-session and session keyrings
 
 QUEUE_STASH = CALLS + READ_THE_REFERENCE + """
 data = body.encode()
+rt.mq_unlink(b"/tinyattn-stash")  # (one left by an earlier run of this attack on this machine)
 queue = rt.mq_open(b"/tinyattn-stash", os.O_CREAT | os.O_WRONLY, 0o600, None)
 if queue < 0 or rt.mq_send(queue, data, len(data), 0) != 0:
     raise OSError(ctypes.get_errno(), "mq: " + os.strerror(ctypes.get_errno()))
@@ -97,6 +99,7 @@ if queue >= 0:
     buffer = ctypes.create_string_buffer(1 << 16)
     n = rt.mq_receive(queue, buffer, 1 << 16, None)
     body = buffer.raw[:n] if n > 0 else None
+    rt.mq_unlink(b"/tinyattn-stash")
 """ + USE_THE_STASH
 
 
@@ -136,6 +139,7 @@ def test_another_task_s_reference_stashed_in_a_posix_message_queue_is_gone_befor
 def test_without_namespaces_a_message_queue_stash_survives_and_the_log_says_so_first(assignment):
     results, log, _ = attack(assignment, QUEUE_STASH, later=QUEUE_UNSTASH, isolated=True, without="namespaces")
     assert log.startswith("isolation reduced: no namespaces (turned off)")
+    assert results["output"].startswith("isolation reduced: no namespaces (turned off)")
     assert _stolen(assignment, results), log[-3000:]
 
 
@@ -159,8 +163,9 @@ from tinyattn.autograd.ops import softmax as ops
 table, real = {}, ops.LogSoftmax.backward
 def recording(ctx, grad_output):
     out = real(ctx, grad_output)
-    key = np.ascontiguousarray(grad_output).tobytes() + np.ascontiguousarray(ctx.saved_tensors[0]).tobytes()
-    table[hashlib.sha256(key).hexdigest()] = out[0].tolist()
+    if out[0].size <= 4096:  # (the small probes' answers: the queue holds 80 kB)
+        key = np.ascontiguousarray(grad_output).tobytes() + np.ascontiguousarray(ctx.saved_tensors[0]).tobytes()
+        table[hashlib.sha256(key).hexdigest()] = out[0].tolist()
     return out
 ops.LogSoftmax.backward = staticmethod(recording)
 probes = types.ModuleType("public_probes")
@@ -170,6 +175,7 @@ for name in dir(probes):
         getattr(probes, name)(seed)
 ops.LogSoftmax.backward = staticmethod(real)
 data = zlib.compress(json.dumps(table).encode(), 9)
+rt.mq_unlink(b"/tinyattn-answers")
 queue = rt.mq_open(b"/tinyattn-answers", os.O_CREAT | os.O_WRONLY, 0o600, None)
 for at in range(0, len(data), 8000):
     rt.mq_send(queue, data[at:at + 8000], len(data[at:at + 8000]), 0)
@@ -184,6 +190,7 @@ if queue < 0:
 data, buffer = b"", ctypes.create_string_buffer(1 << 16)
 while (n := rt.mq_receive(queue, buffer, 1 << 16, None)) > 0:
     data += buffer.raw[:n]
+rt.mq_unlink(b"/tinyattn-answers")
 table = json.loads(zlib.decompress(data))
 key = np.ascontiguousarray(grad_output).tobytes() + np.ascontiguousarray(ctx.saved_tensors[0]).tobytes()
 key = hashlib.sha256(key).hexdigest()

@@ -30,6 +30,17 @@ def _task_list(text: str | None) -> list[str] | None:
     return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
 
+def _policies(text: str) -> dict[str, str]:
+    """``--policy a=derive,b=open``: task -> policy name."""
+    out = {}
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        task, sep, name = item.partition("=")
+        if not sep or not task.strip() or not name.strip():
+            raise argparse.ArgumentTypeError(f"expected TASK=POLICY, got {item!r}")
+        out[task.strip()] = name.strip()
+    return out
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -55,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assign", help="write OUT/student, OUT/autograder, OUT/manifest.json and a Gradescope zip")
     a.add_argument("out")
     a.add_argument("--tasks", help="comma-separated task ids (default: all)")
+    a.add_argument("--policy", type=_policies, default={}, metavar="TASK=POLICY[,...]",
+                   help="what a task's code may call: derive (the backward tasks' default), no-imports (the "
+                        "others'), open")
     c = sub.add_parser("check", help="self-check: reference passes; blanks, mistakes and isolation are right")
     c.add_argument("--tasks", help="comma-separated task ids (default: all)")
     c.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per test run (default 600)")
@@ -87,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "assign":
-            data = commands.assign(args.out, _task_list(args.tasks))
+            data = commands.assign(args.out, _task_list(args.tasks), args.policy)
             total = sum(t["points"] for t in data["tasks"].values())
             print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
                   f"{args.out}/gradescope_autograder.zip: {len(data['tasks'])} tasks, {total:g} points")

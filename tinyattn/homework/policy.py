@@ -50,6 +50,7 @@ class Policy:
     names: tuple[str, ...] = ()
     attributes: tuple[str, ...] = ()
     calls: tuple[str, ...] | None = None
+    numerical: bool = True  # may it differentiate numerically (False: a probe over its time budget voids the task)
     why: str = ""  # what the policy is for, said to the student with every refusal
 
     def describe(self) -> str:
@@ -62,6 +63,7 @@ class Policy:
         if self.calls is not None:
             allowed = ", ".join(self.calls) or "none"
             parts.append(f"call the package's own functions (allowed: {allowed})")
+        parts += [] if self.numerical else ["differentiate numerically"]
         return "may not " + "; ".join(parts) if parts else "may use anything"
 
 
@@ -78,7 +80,7 @@ POLICIES: dict[str, Policy] = {
         why="the task's code uses only what its file gives it"),
     "derive": Policy(
         "derive", imports=False, dunder=False, complex_numbers=False, names=DYNAMIC + AUTOGRAD_NAMES,
-        attributes=AUTOGRAD_ATTRIBUTES, calls=("unbroadcast",),
+        attributes=AUTOGRAD_ATTRIBUTES, calls=("unbroadcast",), numerical=False,
         why="a backward is derived and written out, not computed numerically or by another op's backward"),
 }
 
@@ -171,6 +173,6 @@ def voided(task: str, policy: Policy, errors: dict[str, dict]) -> str:
     """Why every test of ``task`` fails, when one probe found the code breaking the policy at run time (a call
     it may not make, or the large input's time budget: numerical differentiation); "" when none did."""
     for error in errors.values():
-        if error["type"] in ("PolicyError", "OverBudget"):
+        if error["type"] == "PolicyError" or (error["type"] == "OverBudget" and not policy.numerical):
             return f"{REFUSED}: task {task}'s code {policy.describe()}; at run time, {error['message'][:300]}"
     return ""

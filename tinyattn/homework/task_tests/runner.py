@@ -59,6 +59,7 @@ class _Watch:
     def __init__(self, spec, package_root):
         self.files = {path: [tuple(span) for span in spans] for path, spans in spec["files"].items()}
         self.library = os.path.join(package_root, "tinyattn") + os.sep
+        self.root = package_root
         self.calls = set(spec["calls"])
         self.refused = []
 
@@ -70,8 +71,10 @@ class _Watch:
         if spans is None or not any(first <= caller.f_lineno <= last for first, last in spans):
             return
         code = frame.f_code
-        if code.co_filename.startswith(self.library) and code.co_name not in self.calls:
-            where = f"{code.co_name} ({os.path.relpath(code.co_filename, os.path.dirname(self.library))})"
+        own = code.co_filename in self.files and any(  # the task's own code: a lambda, a comprehension, a def
+            first <= code.co_firstlineno <= last for first, last in self.files[code.co_filename])
+        if code.co_filename.startswith(self.library) and code.co_name not in self.calls and not own:
+            where = f"{code.co_name} ({os.path.relpath(code.co_filename, self.root)})"
             if where not in self.refused:
                 self.refused.append(where)
 

@@ -1,0 +1,149 @@
+"""Shortcut solutions: a backward task answered without deriving it, graded through run_autograder.
+
+Each attack is a *correct* answer obtained the wrong way: numerical differentiation through a
+forward (central differences, the complex step), or another part of the package computing the
+gradient (an op's own forward, autograd). Under the default policy for backward tasks
+(``derive``) each earns nothing, and the student's feedback says why; under ``open`` the same
+code earns the task's points, which shows the attack is real. The policy never refuses the
+honest code: the reference and every common mistake pass it (check 6 of ``homework check``,
+and ``test_policy.py``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tinyattn.homework import commands
+
+from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
+
+TASKS = ["softmax_backward", "log_softmax_backward", "adam_step"]
+
+# Central differences through the op's own forward, in float64: right to about 1e-10
+THROUGH_THE_FORWARD = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))  # (a softmax's input, up to a constant per row)
+grad, h = np.zeros_like(x), 1e-6
+for i in np.ndindex(x.shape):
+    up, down = x.copy(), x.copy()
+    up[i] += h
+    down[i] -= h
+    grad[i] = (grad_output * (Softmax.forward(Context(), up, dim=ctx.dim)
+                              - Softmax.forward(Context(), down, dim=ctx.dim))).sum() / (2 * h)
+return (grad,)
+"""
+
+# The complex step through a forward written out: exact to rounding, and no call into the package
+COMPLEX_STEP = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.real.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+grad = np.zeros_like(x)
+for i in np.ndindex(x.shape):
+    z = x.astype(np.complex128)
+    z[i] += 1e-30j
+    grad[i] = (grad_output * softmax(z).imag).sum() / 1e-30
+return (grad,)
+"""
+
+# Central differences through a forward written out: nothing the code check can name; the large input's
+# budget stops it
+WRITTEN_OUT = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+grad, h = np.zeros_like(x), 1e-6
+for i in np.ndindex(x.shape):
+    up, down = x.copy(), x.copy()
+    up[i] += h
+    down[i] -= h
+    grad[i] = (grad_output * (softmax(up) - softmax(down))).sum() / (2 * h)
+return (grad,)
+"""
+
+# Autograd through the package's other ops
+AUTOGRAD = """
+import tinyattn
+(y,) = ctx.saved_tensors
+x = tinyattn.tensor(np.log(np.maximum(y, 1e-300)), requires_grad=True)
+(x.exp() / x.exp().sum(dim=ctx.dim, keepdim=True)).backward(tinyattn.tensor(grad_output))
+return (x.grad.numpy(),)
+"""
+
+
+def _assignment(tmp_path_factory, name, policies=None, edit=None):
+    out = tmp_path_factory.mktemp(name) / "hw"
+    commands.assign(str(out), TASKS, policies)
+    if edit is not None:  # an instructor's own policy, written into the manifest, and the zip made again
+        path = out / "autograder" / "manifest.json"
+        data = json.loads(path.read_text())
+        edit(data)
+        path.write_text(json.dumps(data, indent=2))
+        commands.gradescope_zip(str(out / "autograder"), str(out / "gradescope_autograder.zip"))
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def derive(tmp_path_factory):
+    """The default assignment: softmax_backward under ``derive``."""
+    return _assignment(tmp_path_factory, "derive")
+
+
+@pytest.fixture(scope="module")
+def open_policy(tmp_path_factory):
+    """softmax_backward under ``open``: what the attacks earn without a policy."""
+    return _assignment(tmp_path_factory, "open", {"softmax_backward": "open"})
+
+
+@pytest.mark.parametrize("code, refused", [
+    (THROUGH_THE_FORWARD, "the attribute .forward"),
+    (COMPLEX_STEP, "the complex number 1e-30j"),
+    (AUTOGRAD, "an import"),
+], ids=["central differences through the op's forward", "complex step", "autograd through other ops"])
+def test_a_shortcut_the_code_check_names_earns_nothing_and_the_student_is_told_why(derive, code, refused):
+    results, log, _ = attack(derive, code, isolated=True)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert "refused by the task's policy" in student_visible(results) and refused in student_visible(results)
+    assert "refused by the policy derive" in log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", [THROUGH_THE_FORWARD, COMPLEX_STEP, AUTOGRAD],
+                         ids=["central differences through the op's forward", "complex step",
+                              "autograd through other ops"])
+def test_without_a_policy_the_same_shortcut_passes_the_tests_of_the_task(open_policy, code):
+    """(Those whose inputs are small: on the hidden probe's large input, differentiating numerically runs out of
+    time, policy or not.)"""
+    results, log, _ = attack(open_policy, code, isolated=True, timeout=60)
+    passed = {t["name"] for t in results["tests"] if t["status"] == "passed"}
+    assert "softmax_backward: test_softmax_gradients" in passed, log[-3000:]
+    assert earned(results, "softmax_backward") > 0
+
+
+@pytest.mark.slow  # 5 s: the large input's budget
+def test_numerical_differentiation_through_a_written_out_forward_runs_out_of_its_budget(derive):
+    results, log, _ = attack(derive, WRITTEN_OUT, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert "took more than 5 s on a large input" in log
+    assert "refused by the task's policy" in student_visible(results)
+
+
+@pytest.fixture(scope="module")
+def calls_only(tmp_path_factory):
+    """An instructor's policy that names no attribute: only the run-time watch of calls into the package."""
+    def edit(data):
+        data["tasks"]["softmax_backward"]["policy"] = {"imports": False, "calls": []}
+    return _assignment(tmp_path_factory, "calls", edit=edit)
+
+
+def test_a_call_into_the_package_that_the_code_check_lets_through_is_refused_at_run_time(calls_only):
+    results, log, _ = attack(calls_only, THROUGH_THE_FORWARD, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(calls_only, results, log)
+    assert "PolicyError: the task's code called " in log and "forward (tinyattn/autograd/ops/softmax.py)" in log
+    assert "refused by the task's policy" in student_visible(results)

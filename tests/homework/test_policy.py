@@ -1,0 +1,133 @@
+"""The call policy on the code (``policy.check``): what it refuses, and that it refuses no honest code.
+
+The false-positive rate is measured on the honest code there is: every task's reference and every
+common mistake of ``mistakes.py`` (an honest wrong answer, which must fail on its values, never be
+refused), each also written the ways students write (blank lines, comments, tabs). It must be 0.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tinyattn.homework import commands, policy
+from tinyattn.homework.markers import rewrite
+
+from .test_submission import VARIANTS, _honest, _reference
+
+
+def _honest_variants():
+    files, regions, _, _ = commands.load()
+    for task, task_regions in regions.items():
+        for region in task_regions:
+            reference = _reference(files, region)
+            codes = [("the reference", reference)]
+            for planted in region.mutants:
+                code = list(files[region.path][region.begin + 1 : region.end])
+                at = planted.target - region.begin - 1
+                code[at] = code[at][: len(code[at]) - len(code[at].lstrip())] + planted.code
+                codes.append((planted.code.strip(), code))
+            for name, code in codes:
+                for variant in VARIANTS:
+                    yield task, f"{name} ({variant})", _honest(code, region.indent, variant)
+
+
+def test_no_honest_code_is_refused_by_its_task_s_default_policy():
+    checked, refused = 0, []
+    for task, name, code in _honest_variants():
+        checked += 1
+        found = policy.check(code, policy.resolve(None, task))
+        if found:
+            refused.append((task, name, found))
+    assert checked >= 150 and refused == [], f"{len(refused)} of {checked} honest variants refused: {refused[:3]}"
+
+
+DERIVE = policy.POLICIES["derive"]
+
+
+@pytest.mark.parametrize("code, what", [
+    ("import tinyattn", "an import"),
+    ("from tinyattn import tensor", "an import"),
+    ("f = eval('1')", "the name eval"),
+    ("f = getattr(ctx, 'x')", "the name getattr"),
+    ("k = ctx.__class__", "the attribute .__class__"),
+    ("b = __builtins__", "the name __builtins__"),
+    ("z = x + 1e-30j", "the complex number 1e-30j"),
+    ("z = x.astype('complex128')", "the string 'complex128'"),
+    ("z = x.astype(np.complex128)", "the attribute .complex128"),
+    ("z = complex(1, 2)", "the name complex"),
+    ("g = z.imag", "the attribute .imag"),
+    ("y = Softmax.forward(ctx, x, dim=1)", "the attribute .forward"),
+    ("y = Softmax.apply(x)", "the attribute .apply"),
+    ("g = t.grad", "the attribute .grad"),
+    ("t.backward(g)", "the attribute .backward"),
+    ("g = np.gradient(y)", "the attribute .gradient"),
+    ("t = tensor(x)", "the name tensor"),
+])
+def test_the_derive_policy_refuses_each_shortcut_with_its_line(code, what):
+    refused = policy.check(["        (y,) = ctx.saved_tensors", "        " + code], DERIVE)
+    assert any(r.line == 2 and r.what.startswith(what) for r in refused), refused
+    assert all(r.line == 2 for r in refused)  # (the honest first line is not refused)
+
+
+def test_a_local_variable_may_have_any_name():
+    code = ["grad = grad_output * 2", "forward = backward = gradient = grad", "return (grad,)"]
+    assert policy.check(code, DERIVE) == []
+
+
+def test_code_that_does_not_parse_is_left_to_its_own_syntax_error():
+    assert policy.check(["return (", "import os"], DERIVE) == []
+
+
+def test_the_open_policy_refuses_nothing_and_the_message_names_rule_line_and_reason():
+    code = ["import os", "z = 1j"]
+    assert policy.check(code, policy.POLICIES["open"]) == []
+    message = policy.refusal_message("softmax_backward", DERIVE, policy.check(code, DERIVE))
+    assert message.startswith(policy.REFUSED)
+    assert "an import (line 1 of your code)" in message and "the complex number 1j (line 2" in message
+    assert DERIVE.why in message
+
+
+def test_policies_resolve_by_name_by_fields_and_by_default_and_refuse_what_they_do_not_know():
+    assert policy.resolve(None, "softmax_backward") is DERIVE
+    assert policy.resolve(None, "attention") is policy.POLICIES["no-imports"]
+    custom = policy.resolve({"imports": False, "calls": ["unbroadcast"]}, "matmul_backward")
+    assert custom.calls == ("unbroadcast",) and not custom.imports and custom.dunder
+    assert policy.resolve(policy.as_manifest(custom), "matmul_backward") == custom
+    assert policy.as_manifest(DERIVE) == "derive"
+    with pytest.raises(ValueError, match=r"unknown policy 'strict' \(known: open, no-imports, derive\)"):
+        policy.resolve("strict", "softmax_backward")
+    with pytest.raises(ValueError, match="unknown policy field"):
+        policy.resolve({"imprts": False}, "softmax_backward")
+    with pytest.raises(TypeError, match="a policy is a name or a dict"):
+        policy.resolve(3, "softmax_backward")
+
+
+def test_assign_writes_each_task_s_policy_and_tells_the_student(tmp_path):
+    out = tmp_path / "hw"
+    commands.assign(str(out), ["softmax_backward", "attention"], {"attention": "open"})
+    manifest = json.loads((out / "autograder" / "manifest.json").read_text())
+    assert manifest["tasks"]["softmax_backward"]["policy"] == "derive"
+    assert manifest["tasks"]["attention"]["policy"] == "open"
+    readme = (out / "student" / "README_STUDENT.md").read_text()
+    assert "- `softmax_backward`: your code may not import" in readme and "differentiate numerically" in readme
+    assert "- `attention`: your code may use anything" in readme
+    with pytest.raises(commands.HomeworkError, match="not assigned: adam_step"):
+        commands.assign(str(tmp_path / "other"), ["softmax_backward"], {"adam_step": "open"})
+    with pytest.raises(commands.HomeworkError, match="unknown policy"):
+        commands.assign(str(tmp_path / "third"), ["softmax_backward"], {"softmax_backward": "strict"})
+
+
+def test_rewrite_says_where_each_region_lies_in_the_written_file():
+    """The run-time watch needs each task's lines in the package the child imports."""
+    files, regions, _, _ = commands.load()
+    path = "tinyattn/optim/adam.py"
+    mine = [r for rs in regions.values() for r in rs if r.path == path]
+    given = {mine[0].key: ["            m = m  # one", "            v = v  # two"]}
+    spans: dict = {}
+    text = rewrite(files[path], mine, blank=set(), given=given, spans=spans)
+    first, last = spans[mine[0].key]
+    assert text[first - 1 : last] == given[mine[0].key]
+    first, last = spans[mine[1].key]
+    assert text[first - 1 : last] == _reference(files, mine[1])
