@@ -94,12 +94,13 @@ return (grad_output,)
 
 QUEUE_UNSTASH = CALLS + """
 body = None
-queue = rt.mq_open(b"/tinyattn-stash", os.O_RDONLY | os.O_NONBLOCK, 0, None)
+queue = rt.mq_open(b"/tinyattn-stash", os.O_RDWR | os.O_NONBLOCK, 0, None)
 if queue >= 0:
     buffer = ctypes.create_string_buffer(1 << 16)
     n = rt.mq_receive(queue, buffer, 1 << 16, None)
     body = buffer.raw[:n] if n > 0 else None
-    rt.mq_unlink(b"/tinyattn-stash")
+    if body:
+        rt.mq_send(queue, body, len(body), 0)  # (put back, for the task's next probe)
 """ + USE_THE_STASH
 
 
@@ -107,7 +108,7 @@ def _stolen(assignment, results):
     return earned(results, "log_softmax_backward") == manifest(assignment)["tasks"]["log_softmax_backward"]["points"]
 
 
-@pytest.mark.parametrize("without", ["", "namespaces"])
+@pytest.mark.parametrize("without", ["", pytest.param("namespaces", marks=pytest.mark.slow)])
 def test_another_task_s_reference_stashed_in_the_user_keyring_is_gone_before_that_task_runs(assignment, without):
     """The keyrings fence holds with or without namespaces: each child has a session keyring of its own, and
     the student user's keyrings are cleared before and after each task."""
@@ -126,6 +127,7 @@ def test_without_the_keyrings_fence_the_keyring_stash_works_and_the_log_says_so_
     assert _stolen(assignment, results), log[-3000:]
 
 
+@pytest.mark.slow
 def test_another_task_s_reference_stashed_in_a_posix_message_queue_is_gone_before_that_task_runs(assignment):
     """A POSIX message queue belongs to no process and, without /dev/mqueue mounted, to no folder the cleanup
     walks; in an IPC namespace of the task's own it dies with the task's last process."""
@@ -184,13 +186,15 @@ return (grad_output,)
 
 ANSWERS_UNSTASH = CALLS + """
 import hashlib, json, zlib
-queue = rt.mq_open(b"/tinyattn-answers", os.O_RDONLY | os.O_NONBLOCK, 0, None)
+queue = rt.mq_open(b"/tinyattn-answers", os.O_RDWR | os.O_NONBLOCK, 0, None)
 if queue < 0:
     raise FileNotFoundError("no answers left by the previous task")
-data, buffer = b"", ctypes.create_string_buffer(1 << 16)
+chunks, buffer = [], ctypes.create_string_buffer(1 << 16)
 while (n := rt.mq_receive(queue, buffer, 1 << 16, None)) > 0:
-    data += buffer.raw[:n]
-rt.mq_unlink(b"/tinyattn-answers")
+    chunks.append(buffer.raw[:n])
+for chunk in chunks:  # (put back, for the task's next probe)
+    rt.mq_send(queue, chunk, len(chunk), 0)
+data = b"".join(chunks)
 table = json.loads(zlib.decompress(data))
 key = np.ascontiguousarray(grad_output).tobytes() + np.ascontiguousarray(ctx.saved_tensors[0]).tobytes()
 key = hashlib.sha256(key).hexdigest()
@@ -310,7 +314,7 @@ return (grad_output,)
 """
 
 
-@pytest.mark.parametrize("without", ["", "namespaces"])
+@pytest.mark.parametrize("without", ["", pytest.param("namespaces", marks=pytest.mark.slow)])
 def test_a_tree_five_thousand_folders_deep_in_the_home_and_in_tmp_is_removed_and_costs_nothing(
         assignment, without):
     results, log, _ = attack(assignment, DEEP, isolated=True, without=without)
@@ -321,6 +325,7 @@ def test_a_tree_five_thousand_folders_deep_in_the_home_and_in_tmp_is_removed_and
         assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
 
 
+@pytest.mark.slow
 def test_a_submission_holding_a_tree_five_thousand_folders_deep_is_graded(assignment, tmp_path):
     venv = require_isolation()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
@@ -360,6 +365,7 @@ def test_lone_surrogates_and_terminal_escapes_leave_results_json_valid_utf8_and_
     assert "a lone surrogate \ufffd" in visible and "\x1b" not in visible
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_in_the_submission_is_listed_safely(assignment, tmp_path):
     venv = require_isolation()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
@@ -379,6 +385,7 @@ def test_a_file_name_that_is_not_utf8_in_the_submission_is_listed_safely(assignm
     assert "notes-\ufffd\ufffd[2J.txt" in log and "\x1b" not in log
 
 
+@pytest.mark.slow
 def test_results_json_never_holds_a_lone_surrogate(assignment):
     results, log, box = attack(assignment, f"raise ValueError({HOSTILE!r})", isolated=False)
     assert_only_the_honest_task_scores(assignment, results, log)

@@ -102,9 +102,9 @@ def open_policy(tmp_path_factory):
 
 
 @pytest.mark.parametrize("code, refused", [
-    (THROUGH_THE_FORWARD, "the attribute .forward"),
+    pytest.param(THROUGH_THE_FORWARD, "the attribute .forward", marks=pytest.mark.slow),
     (COMPLEX_STEP, "the complex number 1e-30j"),
-    (AUTOGRAD, "an import"),
+    pytest.param(AUTOGRAD, "an import", marks=pytest.mark.slow),
 ], ids=["central differences through the op's forward", "complex step", "autograd through other ops"])
 def test_a_shortcut_the_code_check_names_earns_nothing_and_the_student_is_told_why(derive, code, refused):
     results, log, _ = attack(derive, code, isolated=True)
@@ -142,6 +142,7 @@ def calls_only(tmp_path_factory):
     return _assignment(tmp_path_factory, "calls", edit=edit)
 
 
+@pytest.mark.slow
 def test_a_call_into_the_package_that_the_code_check_lets_through_is_refused_at_run_time(calls_only):
     results, log, _ = attack(calls_only, THROUGH_THE_FORWARD, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(calls_only, results, log)

@@ -40,7 +40,7 @@ def test_no_honest_code_is_refused_by_its_task_s_default_policy():
         found = policy.check(code, policy.resolve(None, task))
         if found:
             refused.append((task, name, found))
-    assert checked >= 150 and refused == [], f"{len(refused)} of {checked} honest variants refused: {refused[:3]}"
+    assert checked >= 200 and refused == [], f"{len(refused)} of {checked} honest variants refused: {refused[:3]}"
 
 
 DERIVE = policy.POLICIES["derive"]

@@ -257,9 +257,13 @@ def run_graded(
         watch = watch_requests(tests, spans or {}, work.package, regions or {}, policies or {})
         child = sandbox.run_child(work, [t.name for t in tests], seed, limits, iso, watch=watch)
     finally:
-        left = sandbox.remove_workdir(work)
+        try:  # (a cleanup that fails is reported, never raised: it must cost no other task anything)
+            left = sandbox.remove_workdir(work)
+            left = f"the task's folder is not all removed: {left}" if left else ""
+        except Exception as err:  # noqa: BLE001
+            left = f"removing the task's folder failed: {type(err).__name__}: {err}"
     run = TaskRun()
-    for problem in child.cleanup + ([f"the task's folder is not all removed: {left}"] if left else []):
+    for problem in child.cleanup + ([left] if left else []):
         run.log.append(f"cleanup: {problem}")
     if child.ended:
         run.log.append(f"the student's process {child.ended}")
