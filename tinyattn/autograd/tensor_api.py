@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from . import grad_mode
+from . import grad_mode, pickling
 from .devices import CPU, check_device, device
 from .dtypes import as_dtype
 from .function import normalize_dim, normalize_dims
@@ -58,6 +58,14 @@ def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
 
 class TensorAPI:
     """torch's Tensor methods around the core: ``to``, ``device``, ``long()``, ``t()``, ``sin``, ``topk``..."""
+
+    # -- copies and pickles (pickling.py): the values and requires_grad, never the graph ---------
+
+    def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
+        return pickling.deepcopy(self, memo)
+
+    def __reduce_ex__(self: Tensor, protocol: Any) -> tuple[Any, ...]:
+        return pickling.reduce(self)
 
     # -- in place: torch's trailing underscore, x[i] = v, and += -= *= /= ----------------------
 
