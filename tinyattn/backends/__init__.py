@@ -1,5 +1,5 @@
-"""``torch.backends``: which accelerator back ends exist here (none: tinyattn runs on the CPU)."""
+"""``torch.backends``: which accelerator back ends exist here (none: tinyattn runs on the CPU), and their flags."""
 
-from . import mps
+from . import cuda, cudnn, mps
 
-__all__ = ["mps"]
+__all__ = ["cuda", "cudnn", "mps"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import amp  # noqa: F401 (torch.cuda.amp)
+
 
 def is_available() -> bool:
     """False: tinyattn computes on the CPU only."""
