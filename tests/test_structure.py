@@ -93,7 +93,8 @@ def test_the_ops_index_lists_every_op_in_its_file():
 
 
 # torch's module names that are also an op's: each module's docstring sends the reader to the op
-SHARED_WITH_TORCH = {"Softmax": "ops/softmax.py", "Tanh": "ops/elementwise.py", "Sigmoid": "ops/elementwise.py"}
+SHARED_WITH_TORCH = {"Softmax": "ops/softmax.py", "LogSoftmax": "ops/softmax.py", "Tanh": "ops/elementwise.py",
+                     "Sigmoid": "ops/elementwise.py"}
 
 
 def test_functions_and_modules_never_share_a_name():

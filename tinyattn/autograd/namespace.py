@@ -21,6 +21,7 @@ __all__ = [
     "mean", "min", "mm", "mul", "neg", "norm", "numel", "outer", "permute", "pow", "relu", "repeat_interleave",
     "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "square", "squeeze", "std", "sub", "sum", "t",
     "tanh", "topk", "transpose", "tril", "triu", "unbind", "unsqueeze", "var",
+    "bincount", "eq", "floor_divide", "masked_select", "narrow", "ne", "nonzero", "remainder", "rsqrt",
 ]
 
 
@@ -382,3 +383,50 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return _tensor("log_softmax", input).to(dtype).log_softmax(dim)
 
 
+def eq(input: Tensor, other: Any) -> Tensor:
+    """``input == other``, element by element."""
+    return _tensor("eq", input).eq(other)
+
+
+def ne(input: Tensor, other: Any) -> Tensor:
+    """``input != other``, element by element."""
+    return _tensor("ne", input).ne(other)
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    """``1 / sqrt(input)``."""
+    return _tensor("rsqrt", input).rsqrt()
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """``input % other`` (the sign of ``other``, as Python's); ``input`` may be a number."""
+    if isinstance(input, (int, float)) and isinstance(other, Tensor):
+        return other.__rmod__(input)
+    return _tensor("remainder", input).remainder(other)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other``; ``input`` may be a number."""
+    if isinstance(input, (int, float)) and isinstance(other, Tensor):
+        return other.__rfloordiv__(input)
+    return _tensor("floor_divide", input).floor_divide(other)
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``length`` entries of ``dim`` from ``start``."""
+    return _tensor("narrow", input).narrow(dim, start, length)
+
+
+def masked_select(input: Tensor, mask: Any) -> Tensor:
+    """The entries of ``input`` where ``mask`` is True, in a 1-d tensor."""
+    return _tensor("masked_select", input).masked_select(mask)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """The indices of the nonzero entries of ``input``."""
+    return _tensor("nonzero", input).nonzero(as_tuple=as_tuple)
+
+
+def bincount(input: Tensor, weights: Any = None, minlength: int = 0) -> Tensor:
+    """How often each value occurs in the 1-d integer ``input`` (or the sum of ``weights`` at it)."""
+    return _tensor("bincount", input).bincount(weights, minlength)

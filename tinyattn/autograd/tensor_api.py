@@ -35,6 +35,28 @@ def _array(x: Any) -> Any:
     return x.array if hasattr(x, "gradient_edge") else x
 
 
+def _dtype_kind(x: Any) -> str:
+    """NumPy's kind letter of a tensor's, an array's or a Python number's dtype."""
+    return np.asarray(_array(x)).dtype.kind
+
+
+def _from_array(array: np.ndarray) -> Tensor:
+    """A new tensor holding ``array`` (no graph: its values come from a step without a derivative)."""
+    from .tensor import Tensor
+
+    return Tensor._make(np.asarray(array))
+
+
+def _as_tensor(value: Any, like: Tensor) -> Tensor:
+    """``value`` (a number, an array) as a tensor of ``like``'s kind, for the reflected operators."""
+    from .tensor import Tensor
+
+    if isinstance(value, Tensor):
+        return value
+    array = np.asarray(value)
+    return Tensor._make(array.astype(like.dtype) if array.dtype.kind in "iubf" and like.dtype.kind == "f" else array)
+
+
 def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:
     """torch's ``to(...)`` forms read as ``(dtype or None, copy)``; the device is checked (the CPU only).
 
@@ -58,6 +80,105 @@ def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
 
 class TensorAPI:
     """torch's Tensor methods around the core: ``to``, ``device``, ``long()``, ``t()``, ``sin``, ``topk``..."""
+
+    # -- comparisons, remainders and selections by name (compositions of the core's ops) -----------
+
+    def eq(self: Tensor, other: Any) -> Tensor:
+        """``self == other``, element by element (a bool tensor)."""
+        return self == other
+
+    def ne(self: Tensor, other: Any) -> Tensor:
+        """``self != other``, element by element (a bool tensor)."""
+        return self != other
+
+    def __abs__(self: Tensor) -> Tensor:
+        return self.abs()
+
+    def rsqrt(self: Tensor) -> Tensor:
+        """``1 / sqrt(self)``: a composition, so its gradient is ``-1/2 self^(-3/2)`` by the chain rule."""
+        return 1 / self.sqrt()
+
+    def remainder(self: Tensor, divisor: Any) -> Tensor:
+        """``self - divisor * floor(self / divisor)`` (Python's ``%``: the sign of ``divisor``).
+
+        A composition: ``floor`` is piecewise constant, so the gradient is ``1`` for ``self`` and
+        ``-floor(self / divisor)`` for ``divisor``, as torch's."""
+        if self.dtype.kind in "iub" and _dtype_kind(divisor) in "iub":
+            return _from_array(np.remainder(self.array, _array(divisor)))
+        quotient = self / divisor
+        return self - _from_array(np.floor(quotient.array)) * divisor
+
+    def __mod__(self: Tensor, other: Any) -> Tensor:
+        return self.remainder(other)
+
+    def __rmod__(self: Tensor, other: Any) -> Tensor:
+        return _as_tensor(other, self).remainder(self)
+
+    def floor_divide(self: Tensor, value: Any) -> Tensor:
+        """``floor(self / value)`` (Python's ``//``); not differentiable (torch's backward refuses it)."""
+        if self.dtype.kind in "iub" and _dtype_kind(value) in "iub":
+            return _from_array(np.floor_divide(self.array, _array(value)))
+        with grad_mode.no_grad():
+            return _from_array(np.floor((self / value).array))
+
+    def __floordiv__(self: Tensor, other: Any) -> Tensor:
+        return self.floor_divide(other)
+
+    def __rfloordiv__(self: Tensor, other: Any) -> Tensor:
+        return _as_tensor(other, self).floor_divide(self)
+
+    def mm(self: Tensor, mat2: Tensor) -> Tensor:
+        """``self @ mat2`` for two matrices (``matmul`` without broadcasting), with torch's refusals."""
+        if self.ndim != 2:
+            raise RuntimeError("self must be a matrix")
+        if getattr(mat2, "ndim", None) != 2:
+            raise RuntimeError("mat2 must be a matrix")
+        if self.shape[1] != mat2.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+                               f"{mat2.shape[0]}x{mat2.shape[1]})")
+        return self @ mat2
+
+    def narrow(self: Tensor, dimension: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        """``length`` entries of ``dimension`` from ``start`` (a slice: the gradient lands back in them)."""
+        d = normalize_dim("narrow", dimension, self.ndim)
+        size = self.shape[d]
+        if start < 0:
+            start += size
+        if not 0 <= start <= size:
+            raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+        if length < 0 or start + length > size:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def masked_select(self: Tensor, mask: Any) -> Tensor:
+        """The entries where ``mask`` (broadcast against ``self``) is True, in a 1-d tensor."""
+        m = np.asarray(_array(mask))
+        if m.dtype != np.bool_:
+            raise RuntimeError(f"masked_select: expected BoolTensor for mask, got dtype {m.dtype}")
+        try:
+            shape = np.broadcast_shapes(self.shape, m.shape)
+        except ValueError:
+            raise RuntimeError(f"masked_select: the mask's shape {tuple(m.shape)} does not broadcast with "
+                               f"the input's {tuple(self.shape)}") from None
+        return self.expand(*shape)[np.broadcast_to(m, shape)]
+
+    def nonzero(self: Tensor, *, as_tuple: builtins.bool = False) -> Any:
+        """The indices of the nonzero entries: ``(count, ndim)`` int64, or one 1-d tensor per dim."""
+        found = np.nonzero(self.array if self.ndim else self.array.reshape(1))
+        if as_tuple:
+            return tuple(_from_array(i.astype(np.int64)) for i in found)
+        return _from_array(np.stack(found, axis=1).astype(np.int64).reshape(-1, self.ndim))
+
+    def bincount(self: Tensor, weights: Any = None, minlength: builtins.int = 0) -> Tensor:
+        """How often each value ``0..max`` occurs (or the sum of ``weights`` at it); a 1-d tensor."""
+        if self.ndim != 1 or self.dtype.kind not in "iu" or (self.array.size and self.array.min() < 0):
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        w = None if weights is None else np.asarray(_array(weights))
+        if w is not None and w.shape != self.shape:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        counts = np.bincount(self.array, weights=w, minlength=minlength)
+        kind = w.dtype if w is not None and w.dtype.kind == "f" else np.float64 if w is not None else np.int64
+        return _from_array(counts.astype(kind))
 
     # -- copies and pickles (pickling.py): the values and requires_grad, never the graph ---------
 

@@ -7,7 +7,7 @@ from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
-from .small_layers import Flatten, Identity, LazyLinear, Sigmoid, SiLU, Softmax, Tanh, Unflatten
+from .small_layers import Flatten, Identity, LazyLinear, LogSoftmax, RMSNorm, Sigmoid, SiLU, Softmax, Tanh, Unflatten
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .transformer_stack import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder
 from .utils import clip_grad_norm_
@@ -21,6 +21,8 @@ __all__ = [
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "LogSoftmax",
+    "RMSNorm",
     "Tanh",
     "Unflatten",
     "BCELoss",

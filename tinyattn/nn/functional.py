@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Tensor, cat, default_generator, tensor
+from ..autograd import Tensor, cat, default_generator, tensor, where
 from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
@@ -44,6 +44,22 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def relu(input: Tensor) -> Tensor:
     """``max(x, 0)``."""
     return ReLUFn.apply(input)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """``(...)`` int64 class ids -> ``(..., num_classes)`` int64 rows of one 1 each (``num_classes=-1``: max + 1)."""
+    ids = tensor.array if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if ids.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if ids.size and ids.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        if not ids.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(ids.max()) + 1
+    if ids.size and ids.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._make((ids[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -104,15 +120,21 @@ def layer_norm(
     return out
 
 
-def embedding(input: Tensor | np.ndarray, weight: Tensor) -> Tensor:
-    """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``."""
+def embedding(input: Tensor | np.ndarray, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of ``weight (num_embeddings, dim)`` picked by integer ``input``: ``(...) -> (..., dim)``.
+
+    With ``padding_idx``, that row's lookups pass no gradient back (its row stays as it is)."""
     idx = np.asarray(input.array if isinstance(input, Tensor) else input)  # (a float tensor may require grad)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers, got dtype {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= weight.shape[0]):
         bad = idx.min() if idx.min() < 0 else idx.max()
         raise IndexError(f"embedding: index {bad} is out of range for {weight.shape[0]} embeddings")
-    return weight[idx]
+    rows = weight[idx]
+    if padding_idx is None:
+        return rows
+    padding = (idx == (padding_idx % weight.shape[0]))[..., None]  # (..., 1): the lookups of the padding row
+    return where(padding, rows.detach(), rows)  # the same values; no gradient from the padding's positions
 
 
 # ---------------------------------------------------------------------------
@@ -304,6 +326,7 @@ def _flash_seed(op: str, block_size: Any, dropout_p: float) -> int:
 
 
 __all__ = [
+    "one_hot",
     "additive_mask",
     "attention",
     "binary_cross_entropy",

@@ -45,19 +45,28 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: integer ids ``(...)`` -> rows of ``weight (num_embeddings, embedding_dim)``; init N(0, 1)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, *, device: Any = None, dtype: Any = None) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, *,
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({num_embeddings}), "
+                                 f"got {padding_idx}")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=float_dtype(dtype, device)))
         init.normal_(self.weight)
+        if padding_idx is not None:
+            self.weight.array[padding_idx] = 0  # (the padding's row starts at zero, as torch's)
 
     def forward(self, ids: Tensor | np.ndarray) -> Tensor:
         """``(...) -> (..., embedding_dim)``."""
-        return F.embedding(ids, self.weight)
+        return F.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        """Constructor arguments."""
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        """``Embedding(4, 2, padding_idx=0)``, as torch prints it."""
+        return f"{self.num_embeddings}, {self.embedding_dim}" + (
+            f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
 
 
 class LayerNorm(Module):
@@ -116,11 +125,19 @@ class Dropout(Module):
 
 
 class ReLU(Module):
-    """``max(x, 0)``."""
+    """``max(x, 0)`` (``inplace=True``: written into ``x``, as torch's)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         """Same shape in and out."""
-        return F.relu(x)
+        return x.copy_(F.relu(x)) if self.inplace else F.relu(x)
+
+    def extra_repr(self) -> str:
+        """``ReLU(inplace=True)``, as torch prints it."""
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..autograd import Tensor
+from ..autograd.creation import float_dtype
 from . import functional as F
 from .layers import Linear
 from .module import Module
+from .parameter import Parameter
 
 
 class Identity(Module):
@@ -138,3 +142,51 @@ class LazyLinear(Linear):
             if self.bias is not None:
                 self.bias.array = fresh.bias.array
         return super().forward(x)
+
+
+class LogSoftmax(Module):
+    """``log_softmax(input, dim)``: the log of a distribution along ``dim``.
+
+    The module form; the op and its derivative are ``LogSoftmax`` in ``autograd/ops/softmax.py``."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Same shape in and out."""
+        if self.dim is None:
+            raise ValueError("LogSoftmax: give dim (torch's implicit choice of dim is deprecated)")
+        return input.log_softmax(dim=self.dim)
+
+    def extra_repr(self) -> str:
+        """``LogSoftmax(dim=1)``."""
+        return f"dim={self.dim}"
+
+
+class RMSNorm(Module):
+    """``x / sqrt(mean(x², last dims) + eps) * weight`` (Zhang & Sennrich, 2019): a composition of ops.
+
+    ``eps=None`` means the input dtype's machine epsilon, as torch's."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float | None = None,
+                 elementwise_affine: bool = True, *, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        self.weight = Parameter(np.ones(shape, dtype=float_dtype(dtype, device))) if elementwise_affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out; normalised over the last ``len(normalized_shape)`` dims."""
+        n = len(self.normalized_shape)
+        if tuple(x.shape[-n:]) != self.normalized_shape:
+            raise RuntimeError(f"RMSNorm: expected input with shape [*, {', '.join(map(str, self.normalized_shape))}]"
+                               f", but got input of size {tuple(x.shape)}")
+        eps = float(np.finfo(x.dtype).eps) if self.eps is None else self.eps
+        dims = tuple(range(-n, 0))
+        y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+        return y * self.weight if self.weight is not None else y
+
+    def extra_repr(self) -> str:
+        """``RMSNorm((3,), eps=None, elementwise_affine=True)``, as torch prints it."""
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
