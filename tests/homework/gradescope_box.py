@@ -67,6 +67,24 @@ def require_isolation() -> str:
     return venv
 
 
+_FENCES: list = []
+
+
+def require_fences(*names: str) -> None:
+    """Skip, saying why, where this machine's kernel refuses one of the fences ``names`` (``confine.FEATURES``)
+    the test needs: the test of that configuration is the one with the fence turned off."""
+    from tinyattn.homework import confine
+
+    if not _FENCES:
+        _FENCES.append(confine.probe() if os.geteuid() == 0 else None)
+    fences = _FENCES[0]
+    if fences is None:
+        pytest.skip("the kernel's fences need root")
+    missing = {name: why for name, why in fences.missing.items() if name in names}
+    if missing:
+        pytest.skip("this machine's kernel refuses " + "; ".join(f"{n} ({w})" for n, w in missing.items()))
+
+
 class Box:
     """One fake /autograder: ``root`` with source/ (the unzipped zip), submission/, results/."""
 

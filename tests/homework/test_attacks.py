@@ -27,7 +27,7 @@ import pytest
 
 from tinyattn.homework import commands
 
-from .gradescope_box import Box, require_isolation, solved_student, student_processes, student_venv
+from .gradescope_box import Box, require_fences, require_isolation, solved_student, student_processes, student_venv
 
 TASKS = ["softmax_backward", "log_softmax_backward", "adam_step"]
 SOFTMAX = os.path.join("tinyattn", "autograd", "ops", "softmax.py")
@@ -134,6 +134,7 @@ CONFIGURATIONS = ["", "namespaces", "cgroup", "oom", "keyrings", "namespaces,cgr
 def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(assignment, tmp_path, without):
     """Behind every fence, and with each (and all) turned off, as on kernels that refuse them."""
     venv = require_isolation()
+    require_fences(*[f for f in ("namespaces", "cgroup", "oom", "keyrings") if f not in without.split(",")])
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
     try:
         student = solved_student(assignment, str(tmp_path / "work"), TASKS)
@@ -433,6 +434,8 @@ return namespace["stashed"]()
 @pytest.mark.parametrize("without", ["", "namespaces"])
 def test_another_task_s_reference_stashed_in_tmp_is_gone_before_that_task_runs(assignment, without):
     """In a fresh /tmp of the task's own (a mount namespace), or deleted from the shared one after the task."""
+    if not without:
+        require_fences("namespaces", "cgroup", "oom", "keyrings")
     results, log, _ = attack(assignment, STASH, later=UNSTASH, isolated=True, without=without)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert "FileNotFoundError: no stash left by the previous task" in log
