@@ -62,8 +62,10 @@ def _calculate_fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
-    """The gain torch recommends for a nonlinearity (1 for linear layers and sigmoid; 5/3 for tanh; sqrt(2) for
-    ReLU; ``sqrt(2 / (1 + slope^2))`` for leaky ReLU, slope 0.01 unless given; 3/4 for SELU)."""
+    """The gain torch recommends for a nonlinearity, the scale of the kaiming and xavier fills.
+
+    1 for linear layers and sigmoid; 5/3 for tanh; sqrt(2) for ReLU; ``sqrt(2 / (1 + slope^2))`` for
+    leaky ReLU (slope 0.01 unless given); 3/4 for SELU."""
     if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                         "conv_transpose3d", "sigmoid"):
         return 1.0
