@@ -71,6 +71,13 @@ def test_the_derive_policy_refuses_each_shortcut_with_its_line(code, what):
     assert all(r.line == 2 for r in refused)  # (the honest first line is not refused)
 
 
+def test_a_comment_indented_with_a_tab_does_not_hide_the_code_from_the_check():
+    """(A dedent finds no common indentation there, and the code would not parse on its own.)"""
+    code = ["\t# mine", "        import tinyattn", "        return (grad_output,)"]
+    assert [(r.line, r.what) for r in policy.check(code, DERIVE)] == [(2, "an import")]
+    assert [(r.line, r.what) for r in policy.check(["x = 1", "import os"], DERIVE)] == [(2, "an import")]
+
+
 def test_a_local_variable_may_have_any_name():
     code = ["grad = grad_output * 2", "forward = backward = gradient = grad", "return (grad,)"]
     assert policy.check(code, DERIVE) == []

@@ -126,16 +126,28 @@ class Refusal:
     what: str
 
 
+def _parse(code: list[str]) -> tuple[ast.Module, int] | None:
+    """The region's code as a tree, read as the file reads it: a block inside the function it sits in (so that a
+    comment indented otherwise, with a tab say, changes nothing), and how many lines come before it in the text
+    parsed; None if it does not parse."""
+    for text, before in (("if True:\n" + "\n".join(code), 1), (textwrap.dedent("\n".join(code)), 0)):
+        try:
+            return ast.parse(text), before
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
 def check(code: list[str], policy: Policy) -> list[Refusal]:
     """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing, or when the code does not parse
     (its own SyntaxError then fails the task's tests, with the student's line)."""
-    try:
-        tree = ast.parse(textwrap.dedent("\n".join(code)))
-    except (SyntaxError, ValueError):
+    parsed = _parse(code)
+    if parsed is None:
         return []
+    tree, shift = parsed
     refused = []
     for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
+        line = getattr(node, "lineno", 0) - shift
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not policy.imports:
             refused.append(Refusal(line, "an import"))
         elif isinstance(node, ast.Name):
