@@ -81,6 +81,13 @@ def test_a_comment_indented_with_a_tab_does_not_hide_the_code_from_the_check():
 def test_a_local_variable_may_have_any_name():
     code = ["grad = grad_output * 2", "forward = backward = gradient = grad", "return (grad,)"]
     assert policy.check(code, DERIVE) == []
+    own = ["(input,) = ctx.saved_tensors", "tensor = input * 2", "scale = (lambda input: input * 2)(3)",
+           "return (tensor * scale,)"]
+    assert policy.check(own, DERIVE) == []  # (its own variables, not the builtins)
+    assert [r.what for r in policy.check(["return (open(x),)"], DERIVE)] == ["the name open"]
+    rebound = policy.check(["getattr = getattr", "k = getattr(ctx, '__cl' + 'ass__')"], DERIVE)
+    assert [(r.line, r.what) for r in rebound] == [(1, "the name getattr"), (1, "the name getattr"),
+                                                   (2, "the name getattr")]
 
 
 def test_code_that_does_not_parse_is_left_to_its_own_syntax_error():

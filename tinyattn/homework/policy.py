@@ -67,6 +67,9 @@ class Policy:
         return "may not " + "; ".join(parts) if parts else "may use anything"
 
 
+# Refused names that honest code may bind as its own variables (then they are no builtin, nor the package's)
+VARIABLE_NAMES = ("input", "help", "tensor", "Tensor")
+
 # Autograd and the ops: as attributes (an op's forward or backward, a tensor's .grad, NumPy's gradient),
 # and as names (what a module imports to build a graph); a local variable may well be called ``grad``
 AUTOGRAD_ATTRIBUTES = ("forward", "backward", "apply", "grad", "requires_grad", "requires_grad_", "retain_grad",
@@ -145,6 +148,11 @@ def check(code: list[str], policy: Policy) -> list[Refusal]:
     if parsed is None:
         return []
     tree, shift = parsed
+    # a name a student may well use for a variable (input, tensor), bound by the code itself, is its own variable;
+    # the others (getattr, eval, open, ...) are refused even so: ``getattr = getattr`` would otherwise pass
+    own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    own |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    own &= set(VARIABLE_NAMES)
     refused = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0) - shift
@@ -153,7 +161,8 @@ def check(code: list[str], policy: Policy) -> list[Refusal]:
         elif isinstance(node, ast.Name):
             if not policy.dunder and node.id.startswith("__"):
                 refused.append(Refusal(line, f"the name {node.id}"))
-            elif node.id in policy.names or (not policy.complex_numbers and node.id in COMPLEX):
+            elif node.id not in own and (node.id in policy.names or
+                                         (not policy.complex_numbers and node.id in COMPLEX)):
                 refused.append(Refusal(line, f"the name {node.id}"))
         elif isinstance(node, ast.Attribute):
             if not policy.dunder and node.attr.startswith("__"):
