@@ -76,6 +76,7 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, se
 from .gradcheck import GradcheckError, gradcheck
 from .namespace import *  # noqa: F403  (torch.exp(x) and the rest: see namespace.__all__)
 from .namespace import __all__ as _namespace_all
+from .printing import Size, set_printoptions
 
 __all__ = [
     "Context", "Function", "Generator", "GradcheckError", "LeafNode", "Node", "Tensor", "arange", "as_tensor",
@@ -86,5 +87,5 @@ __all__ = [
     "is_grad_enabled", "linspace", "long", "manual_seed", "multinomial", "nan", "no_grad", "normal", "ones",
     "ones_like", "pi", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed",
     "set_default_device", "set_default_dtype", "set_grad_enabled", "short", "split", "stack", "tensor", "uint8",
-    "unbroadcast", "where", "zeros", "zeros_like", *_namespace_all,
+    "unbroadcast", "where", "zeros", "zeros_like", "Size", "set_printoptions", *_namespace_all,
 ]

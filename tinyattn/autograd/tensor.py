@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from . import function  # function.DEFAULT_FLOAT: read at each call (set_default_dtype)
+from . import function, printing  # function.DEFAULT_FLOAT: read at each call (set_default_dtype)
 from .function import LeafNode, Node, normalize_dim
 from .grad_mode import is_grad_enabled
 from .ops.elementwise import (
@@ -275,7 +275,7 @@ class Tensor(TensorAPI):
         return self.array.shape[0]
 
     def __repr__(self) -> str:
-        body = np.array2string(self.array, precision=4, separator=", ", prefix="tensor(")
+        body = printing.array_text(self.array, prefix="tensor(")  # (torch.set_printoptions: printing.py)
         extras = []
         if self.dtype != np.float32 and self.dtype.kind == "f":
             extras.append(f"dtype={self.dtype}")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from . import grad_mode, pickling
+from . import grad_mode, pickling, printing
 from .devices import CPU, check_device, device
 from .dtypes import as_dtype
 from .function import normalize_dim, normalize_dims
@@ -409,9 +409,9 @@ class TensorAPI:
         return self.array.ndim
 
     def size(self: Tensor, dim: builtins.int | None = None) -> Any:
-        """The shape, or the length along ``dim``."""
+        """The shape (a ``torch.Size``), or the length along ``dim``."""
         if dim is None:
-            return self.array.shape
+            return printing.Size(self.array.shape)
         return self.array.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self: Tensor) -> builtins.int:
