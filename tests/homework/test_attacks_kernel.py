@@ -31,6 +31,7 @@ from .test_attacks import (
     manifest,
     student_visible,
 )
+from .test_trees_and_text import _deep
 
 __all__ = ["assignment"]  # (the fixture, shared with test_attacks.py)
 
@@ -319,23 +320,25 @@ def test_a_tree_five_thousand_folders_deep_in_the_home_and_in_tmp_is_removed_and
         assert re.search(r"deleted [1-9]\d* file\(s\) or IPC object\(s\)", log)
 
 
-@pytest.mark.slow
-def test_a_submission_holding_a_tree_five_thousand_folders_deep_is_graded(assignment, tmp_path):
+def _graded_with(assignment, tmp_path, add):
+    """Grade, through run_autograder, adam_step solved with ``add(tinyattn folder)`` done to the submission;
+    the results, the log and results.json's bytes."""
     venv = require_isolation()
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
     try:
         student = solved_student(assignment, str(tmp_path / "work"), ["adam_step"])
         shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
-        here = os.open(os.path.join(box.submission, "tinyattn"), os.O_RDONLY)
-        for _ in range(5000):
-            os.mkdir("d", dir_fd=here)
-            inner = os.open("d", os.O_RDONLY, dir_fd=here)
-            os.close(here)
-            here = inner
-        os.close(here)
+        add(os.path.join(box.submission, "tinyattn"))
         results, log = box.run()
+        with open(box.results_path, "rb") as f:
+            return results, log, f.read()
     finally:
         trees.remove(box.root)
+
+
+@pytest.mark.slow
+def test_a_submission_holding_a_tree_five_thousand_folders_deep_is_graded(assignment, tmp_path):
+    results, log, _ = _graded_with(assignment, tmp_path, lambda package: _deep(package, 5000))
     assert_only_the_honest_task_scores(assignment, results, log)
     assert "the submission was not all looked at: folders deeper than" in log
 
@@ -361,18 +364,11 @@ def test_lone_surrogates_and_terminal_escapes_leave_results_json_valid_utf8_and_
 
 @pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_in_the_submission_is_listed_safely(assignment, tmp_path):
-    venv = require_isolation()
-    box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
-    try:
-        student = solved_student(assignment, str(tmp_path / "work"), ["adam_step"])
-        shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
-        with open(os.path.join(os.fsencode(box.submission), b"tinyattn", b"notes-\xff\x1b[2J.txt"), "w") as f:
+    def add(package):
+        with open(os.path.join(os.fsencode(package), b"notes-\xff\x1b[2J.txt"), "w") as f:
             f.write("mine")
-        results, log = box.run()
-        with open(box.results_path, "rb") as f:
-            raw = f.read()
-    finally:
-        trees.remove(box.root)
+
+    results, log, raw = _graded_with(assignment, tmp_path, add)
     assert_only_the_honest_task_scores(assignment, results, log)
     text = raw.decode("utf-8")  # strict: valid UTF-8
     json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")  # and no lone surrogate escaped inside

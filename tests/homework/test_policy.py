@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tinyattn.homework import commands, policy
-from tinyattn.homework.markers import rewrite
+from tinyattn.homework.markers import region_variants, rewrite
 
 from .test_submission import VARIANTS, _honest, _reference
 
@@ -21,14 +21,7 @@ def _honest_variants():
     files, regions, _, _ = commands.load()
     for task, task_regions in regions.items():
         for region in task_regions:
-            reference = _reference(files, region)
-            codes = [("the reference", reference)]
-            for planted in region.mutants:
-                code = list(files[region.path][region.begin + 1 : region.end])
-                at = planted.target - region.begin - 1
-                code[at] = code[at][: len(code[at]) - len(code[at].lstrip())] + planted.code
-                codes.append((planted.code.strip(), code))
-            for name, code in codes:
+            for name, code in region_variants(files[region.path], region):
                 for variant in VARIANTS:
                     yield task, f"{name} ({variant})", _honest(code, region.indent, variant)
 
@@ -131,6 +124,16 @@ def test_assign_writes_each_task_s_policy_and_tells_the_student(tmp_path):
         commands.assign(str(tmp_path / "other"), ["softmax_backward"], {"adam_step": "open"})
     with pytest.raises(commands.HomeworkError, match="unknown policy"):
         commands.assign(str(tmp_path / "third"), ["softmax_backward"], {"softmax_backward": "strict"})
+
+
+def test_each_mistake_s_variant_holds_its_wrong_line_in_place_of_the_reference_s():
+    files, regions, _, _ = commands.load()
+    for region in (r for rs in regions.values() for r in rs):
+        (_, reference), *mistakes = region_variants(files[region.path], region)
+        assert reference == _reference(files, region)
+        for (what, code), planted in zip(mistakes, region.mutants):
+            assert what == planted.code.strip() and len(code) == len(reference)
+            assert [line.strip() for line in code if line not in reference] == [planted.code.strip()]
 
 
 def test_rewrite_says_where_each_region_lies_in_the_written_file():

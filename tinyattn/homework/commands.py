@@ -20,7 +20,16 @@ import tinyattn
 
 from . import confine, policy, sandbox, untrusted
 from .grading import GradedTest, Outcome, Reference, TaskRun, feedback, manifest, run_graded, run_tests, scan_tests
-from .markers import MarkerError, Mutant, Region, fill_task, find_regions, package_files, write_package
+from .markers import (
+    MarkerError,
+    Mutant,
+    Region,
+    fill_task,
+    find_regions,
+    package_files,
+    region_variants,
+    write_package,
+)
 from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
@@ -423,14 +432,7 @@ def policy_rows(
     for task in chosen:
         rule, variants, refused = policy.resolve(None, task), 0, []
         for region in regions[task]:
-            reference = files[region.path][region.begin + 1 : region.end]
-            honest = [("the reference", reference)]
-            for planted in region.mutants:
-                code = list(reference)
-                at = planted.target - region.begin - 1
-                code[at] = code[at][: len(code[at]) - len(code[at].lstrip())] + planted.code
-                honest.append((planted.code.strip(), code))
-            for name, code in honest:
+            for name, code in region_variants(files[region.path], region):
                 variants += 1
                 if policy.check(code, rule):
                     refused.append(name)

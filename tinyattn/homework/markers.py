@@ -243,6 +243,17 @@ class _Edge(str):
         return edge
 
 
+def region_variants(lines: list[str], region: Region) -> list[tuple[str, list[str]]]:
+    """The code ``region`` holds in the reference and with each of its mistakes planted: ``(what, lines)``."""
+    variants = []
+    for what, mutant in [("the reference", None), *((m.code.strip(), m) for m in region.mutants)]:
+        spans: dict[tuple[str, int], tuple[int, int]] = {}
+        text = rewrite(lines, [region], blank=set(), mutant=mutant, spans=spans)
+        first, last = spans[region.key]
+        variants.append((what, text[first - 1 : last]))
+    return variants
+
+
 def write_package(
     files: dict[str, list[str]],
     tasks: dict[str, list[Region]],
