@@ -33,11 +33,11 @@ def test_numpy_ufuncs_keep_the_graph_or_refuse():
     assert isinstance(y, ta.Tensor) and y.requires_grad
     (np.ones(2) * y).sum().backward()
     np.testing.assert_allclose(x.grad, np.exp([0.5, 1.5]))
-    with pytest.raises(TypeError, match="numpy.sin has no gradient here"):
-        np.sin(x)
+    with pytest.raises(TypeError, match="numpy.arctan has no gradient here"):
+        np.arctan(x)
     with pytest.raises(RuntimeError, match=r"Use tensor.detach\(\).numpy\(\)"):
         np.asarray(x)
-    np.testing.assert_allclose(np.sin(x.detach()).array, np.sin([0.5, 1.5]))  # without grad: allowed
+    np.testing.assert_allclose(np.arctan(x.detach()).array, np.arctan([0.5, 1.5]))  # without grad: allowed
 
 
 def test_an_optimizer_step_between_forward_and_backward_is_refused():

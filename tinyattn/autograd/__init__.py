@@ -2,9 +2,10 @@
 
 Layers, each importing only those below it: ``function`` (Function, Node, the
 shared helpers) < ``ops`` (Functions on arrays) < ``tensor`` (Tensor, which runs
-them; ``tensor_api`` holds its methods beyond the core) < ``engine`` (backward)
-< ``gradcheck`` and the explainer's ``trace``. Beside them: ``creation`` (the
-factories), ``dtypes``, ``devices`` and ``namespace`` (torch's ``torch.exp(x)``
+them; ``tensor_api`` holds its methods beyond the core) < ``higher_order`` (a
+backward recorded as ops, for ``create_graph=True``) < ``engine`` (backward)
+< ``gradcheck``, ``functional`` (torch.autograd.functional) and the explainer's ``trace``.
+Beside them: ``creation`` (the factories), ``dtypes``, ``devices`` and ``namespace`` (torch's ``torch.exp(x)``
 spellings of the methods).
 """
 
@@ -73,7 +74,9 @@ from .dtypes import (
 from .engine import backward, grad
 from .function import Context, Function, LeafNode, Node, unbroadcast
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+from . import functional  # noqa: F401, E402  # isort: skip  (torch.autograd.functional: vjp, jvp, hessian...)
 from .namespace import *  # noqa: F403  (torch.exp(x) and the rest: see namespace.__all__)
 from .namespace import __all__ as _namespace_all
 from .printing import Size, set_printoptions
@@ -82,8 +85,8 @@ __all__ = [
     "Context", "Function", "Generator", "GradcheckError", "LeafNode", "Node", "Tensor", "arange", "as_tensor",
     "backward", "bfloat16", "bool_", "cat", "chunk", "complex64", "complex128", "default_generator", "device",
     "double", "e", "empty", "empty_like", "enable_grad", "eye", "finfo", "float16", "float32", "float64",
-    "from_numpy", "full", "full_like", "get_default_device", "get_default_dtype", "grad", "gradcheck", "half",
-    "iinfo", "inf", "inference_mode", "initial_seed", "int8", "int16", "int32", "int64", "is_floating_point",
+    "from_numpy", "full", "full_like", "get_default_device", "get_default_dtype", "grad", "gradcheck", "gradgradcheck",
+    "half", "iinfo", "inf", "inference_mode", "initial_seed", "int8", "int16", "int32", "int64", "is_floating_point",
     "is_grad_enabled", "linspace", "long", "manual_seed", "multinomial", "nan", "no_grad", "normal", "ones",
     "ones_like", "pi", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed",
     "set_default_device", "set_default_dtype", "set_grad_enabled", "short", "split", "stack", "tensor", "uint8",

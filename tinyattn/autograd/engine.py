@@ -25,6 +25,7 @@ import numpy as np
 
 from .function import Node
 from .grad_mode import active_recorder
+from .higher_order import backward_graph
 from .tensor import Tensor, _unwrap
 
 
@@ -62,14 +63,17 @@ def topological_order(root: Node) -> list[Node]:
 
 
 def propagate(
-    root: Node, grad_root: np.ndarray, retain_graph: bool, wanted: dict[Node, Any] | None = None
-) -> Iterator[tuple[Node, np.ndarray]]:
+    root: Node, grad_root: Any, retain_graph: bool | None, wanted: dict[Node, Any] | None = None,
+    create_graph: bool = False,
+) -> Iterator[tuple[Node, Any]]:
     """Run every node's backward behind ``root``, from the output to the leaves.
 
     Yields each node whose gradient is wanted, with its complete output gradient, before its
     backward runs: the nodes in ``wanted``, or (by default) those whose tensor keeps ``.grad``.
+    With ``create_graph`` the gradients are Tensors and each backward is recorded as ops
+    (higher_order.py), so that they can be differentiated in turn.
     """
-    grads: dict[Node, np.ndarray] = {root: grad_root}  # node -> dL/d(its output), summed over uses
+    grads: dict[Node, Any] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     recorder = active_recorder()  # (the explainer's trace(), if it is watching)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
@@ -79,13 +83,13 @@ def propagate(
             yield node, grad_output
         if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
             continue
-        grad_inputs = node.backward(grad_output)
+        grad_inputs = backward_graph(node, grad_output) if create_graph else node.backward(grad_output)
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None:  # (None also where the edge is None)
                 grads[edge] = grads[edge] + grad_input if edge in grads else grad_input  # type: ignore[index]
-        if not retain_graph:
+        if not (create_graph if retain_graph is None else retain_graph):  # (None: as create_graph, as torch)
             node.release()
 
 
@@ -105,6 +109,15 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
     return g
 
 
+def _graph_root(root: Tensor, gradient: Any) -> Tensor:
+    """The root gradient of a backward recorded as ops: a Tensor that requires grad stays itself (the gradients
+    are then functions of it too, as in torch), checked as any other."""
+    g = _root_gradient(root, gradient.detach() if isinstance(gradient, Tensor) else gradient)
+    if isinstance(gradient, Tensor) and gradient.requires_grad:
+        return gradient if gradient.dtype == root.dtype else gradient.to(root.dtype)
+    return Tensor._make(g)
+
+
 def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
     """torch takes a sequence of outputs; here one tensor, or a one-element sequence (its gradient likewise)."""
     if isinstance(outputs, (tuple, list)) and len(outputs) == 1:
@@ -115,39 +128,74 @@ def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
     return outputs, grad_outputs
 
 
-def backward(tensors: Tensor, grad_tensors: Any = None, retain_graph: bool = False) -> None:
-    """``tensors.backward(grad_tensors)``: add the weighted derivatives to each leaf's ``.grad`` (torch's names)."""
+def backward(
+    tensors: Tensor, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False
+) -> None:
+    """``tensors.backward(grad_tensors)``: add the weighted derivatives to each leaf's ``.grad`` (torch's names).
+
+    With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
+    a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
+    """
     root, gradient = _one_output("backward", tensors, grad_tensors)
     # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
-    for node, grad_output in propagate(root.gradient_edge(), _root_gradient(root, gradient), retain_graph):  # type: ignore[arg-type]
+    grad_root = _graph_root(root, gradient) if create_graph else _root_gradient(root, gradient)
+    for node, grad_output in propagate(root.gradient_edge(), grad_root, retain_graph, None, create_graph):  # type: ignore[arg-type]
         target = node.retained()  # type: ignore[misc]  # (propagate yields only nodes that retain)
         if target is not None:
-            if target._grad is None:
-                target._grad = Tensor._make(np.array(grad_output))  # a copy: in-place changes stay in .grad
+            if target._grad is None:  # (with create_graph, the gradient itself, graph and all)
+                target._grad = grad_output if create_graph else Tensor._make(np.array(grad_output))  # (else a copy)
+            elif create_graph:
+                target._grad = target._grad + grad_output  # (out of place, so that the sum is recorded too)
             else:
                 target._grad.array += grad_output  # (in place, as torch accumulates)
 
 
 def grad(
-    outputs: Tensor, inputs: Tensor | Sequence[Tensor], grad_outputs: Any = None, *, retain_graph: bool = False
+    outputs: Tensor,
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Return ``d outputs / d input`` (weighted by ``grad_outputs``) for each input; ``.grad`` untouched.
 
-    torch's argument names; ``outputs`` is one tensor (or a one-element sequence, with
+    torch's arguments; ``outputs`` is one tensor (or a one-element sequence, with
     ``grad_outputs`` likewise): sum several outputs into one first.
-    A non-leaf input's gradient is the total reaching the op that made it; an
-    input the output does not depend on gets None. Each result is a Tensor with its own memory.
+    A non-leaf input's gradient is the total reaching the op that made it. An input the output
+    does not depend on is an error, unless ``allow_unused`` (then its gradient is None, or zeros
+    with ``materialize_grads``). Each result is a Tensor with its own memory; with
+    ``create_graph=True``, one with a graph (differentiate it again for a second derivative).
     """
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True (vmap over grad_outputs) is not implemented; "
+                                  "call grad once per row of grad_outputs, with retain_graph=True")
     outputs, grad_outputs = _one_output("grad", outputs, grad_outputs)
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)  # (only_inputs: torch ignores it too)
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    if materialize_grads and not allow_unused:
+        raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
     positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
     for i, t in enumerate(inputs):
-        edge = t.gradient_edge()
-        if edge is not None:
-            positions.setdefault(edge, []).append(i)
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__} at position {i}")
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
+        positions.setdefault(t.gradient_edge(), []).append(i)  # type: ignore[arg-type]
     result: list[Tensor | None] = [None] * len(inputs)
-    root_gradient = _root_gradient(outputs, grad_outputs)
-    for node, g in propagate(outputs.gradient_edge(), root_gradient, retain_graph, positions):  # type: ignore[arg-type]
+    root_gradient = _graph_root(outputs, grad_outputs) if create_graph else _root_gradient(outputs, grad_outputs)
+    for node, g in propagate(outputs.gradient_edge(), root_gradient, retain_graph, positions, create_graph):  # type: ignore[arg-type]
         for i in positions[node]:
-            result[i] = Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
+            result[i] = g if create_graph else Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
+    for i, r in enumerate(result):
+        if r is None and not allow_unused:
+            raise RuntimeError(
+                f"grad: input {i} (shape {inputs[i].shape}) was not used in the graph of the output; "
+                "pass allow_unused=True if that is intended (its gradient is then None)"
+            )
+        if r is None and materialize_grads:
+            result[i] = Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
     return tuple(result)

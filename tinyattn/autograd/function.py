@@ -81,6 +81,12 @@ class Function:
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
     is_view = False  # True for ops whose result may share its first input's memory (reshape, slicing...)
+    # True for ops of one input whose output is linear in it (shape ops, sums, casts): their backward is the
+    # transposed map, and its own derivative is the forward again (higher_order.py's Transposed)
+    linear = False
+    # For a fused op: the same function written in plain ops, ``composed(*inputs, **options) -> Tensor``; its
+    # derivative stands in for the fused backward's when a gradient is differentiated (higher_order.py)
+    composed: Any = None
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -108,7 +114,7 @@ class Function:
                 arrays.append(a)
                 needs.append(False)
         ctx = Context()
-        ctx.needs_input_grad = needs
+        ctx.needs_input_grad, ctx.kwargs = needs, kwargs
         out = cls.forward(ctx, *arrays, **kwargs)
         result = Tensor.__new__(Tensor)  # (Tensor._make, written out: every op's result passes here)
         result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
@@ -118,7 +124,7 @@ class Function:
             result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
             result._requires_grad = True
-            result._grad_fn = Node(cls, ctx, args)
+            result._grad_fn = Node(cls, ctx, args, out)
             if grad_mode._recorder is not None:  # the explainer's trace() is watching
                 grad_mode._recorder.forward(result._grad_fn, args, result)
         return result
@@ -134,15 +140,19 @@ class Node:
     freed as soon as the forward pass moves on.
     """
 
-    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions", "__weakref__")
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "output_id", "saved_versions",
+                 "saved_inputs", "inputs", "__weakref__")
 
     fn: type[Function]
     ctx: Context | None  # (None once released, and for a leaf)
     retained: weakref.ref | None  # the tensor whose .grad gets this node's output gradient
+    saved_versions: Sequence[tuple[Any, int]]
+    saved_inputs: Sequence[Any]
     released: bool
 
-    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...]) -> None:
-        self.fn, self.ctx, self.retained, self.released = fn, ctx, None, False
+    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...], out: Any = None) -> None:
+        # (id(out): which saved array, if any, is the output; ids are unique among the arrays alive in forward)
+        self.fn, self.ctx, self.retained, self.released, self.output_id = fn, ctx, None, False, id(out)
         edges: list[Node | None] = []  # per input: the node its gradient flows into (its grad_fn, or a leaf's node),
         meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
         for x, need in zip(inputs, ctx.needs_input_grad):
@@ -155,7 +165,9 @@ class Node:
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
-        self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()
+        saved = saved_sources(ctx.saved_tensors, inputs) if ctx.saved_tensors else NOTHING_SAVED
+        self.saved_versions, self.saved_inputs = saved
+        self.inputs = inputs if fn.composed is not None else ()  # (a fused op's are its composed twin's)
 
     @property
     def name(self) -> str:
@@ -164,28 +176,35 @@ class Node:
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Call the op's backward; return one gradient per edge: the op's own tuple if each fits its input."""
-        for tensor, version in self.saved_versions:
-            if tensor._version != version:
-                raise modified_error(self, tensor, version)
+        self.check_saved()
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         if not isinstance(grads, tuple):
             grads = (grads,)  # a one-input op may return its gradient bare
         if len(grads) != len(self.edges):
-            raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
+            return self._checked(grads)  # (which refuses)
         for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
             if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
                                      or grad.dtype is not meta[1]):  # (another dtype object: _checked compares)
                 return self._checked(grads)
         return grads
 
+    def check_saved(self) -> None:
+        """Refuse if an input that forward saved was changed in place since (torch's version counter)."""
+        for tensor, version in self.saved_versions:
+            if tensor._version != version:
+                raise modified_error(self, tensor, version)
+
     def _checked(self, grads: tuple[Any, ...]) -> tuple[np.ndarray | None, ...]:
         """The gradients, None for inputs that take none, each matched to its input's shape and dtype (or refused)."""
+        if len(grads) != len(self.edges):
+            raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
         checked: list[np.ndarray | None] = []
         for position, (grad, meta) in enumerate(zip(grads, self.input_meta)):
             if grad is None or meta is None:  # (an input that takes no gradient gets none, whatever backward says)
                 checked.append(None)
                 continue
-            grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
+            if not isinstance(grad, (np.ndarray, Tensor)):
+                grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
             if grad.shape != meta[0] or grad.dtype != meta[1]:
                 raise RuntimeError(
                     f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
@@ -197,13 +216,13 @@ class Node:
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
         self.ctx = None
-        self.edges = self.saved_versions = ()
+        self.edges = self.saved_versions = self.saved_inputs = self.inputs = ()
         self.released = True
 
     def output_changed(self, array: np.ndarray) -> None:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""
         if self.ctx is not None and any(s is array for s in self.ctx.saved_tensors):
-            self.saved_versions += ((OverwrittenOutput(array.shape, self.name), 0),)
+            self.saved_versions = [*self.saved_versions, (OverwrittenOutput(array.shape, self.name), 0)]
 
 
 class OverwrittenOutput:
@@ -215,17 +234,22 @@ class OverwrittenOutput:
         self.shape, self.op = shape, op
 
 
-def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
-    """``(tensor, version)`` for each input tensor whose array ``forward`` saved (torch's saved-variable check)."""
-    versions = []
+def saved_sources(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    """``(tensor, version)`` for each input whose very array forward saved (torch's saved-variable check; a view's
+    version is its base's), and those inputs (a backward recorded as ops computes on them, history and all)."""
+    versions, sources = [], []
     for x in inputs:
         if isinstance(x, Tensor):
             for s in saved:
                 if s is x.array:
-                    root = x if x._base is None else x._base  # a view's version is its base's
+                    root = x if x._base is None else x._base
                     versions.append((root, root._version))
+                    sources.append(x)
                     break
-    return tuple(versions)
+    return versions, sources
+
+
+NOTHING_SAVED = ((), ())  # (what saved_sources finds when forward saved nothing)
 
 
 def modified_error(node: Node, tensor: Any, version: int) -> RuntimeError:
@@ -258,7 +282,7 @@ class LeafNode(Node):
 
     def __init__(self, leaf: Any) -> None:
         self.fn, self.ctx, self.retained, self.released = AccumulateGrad, None, weakref.ref(leaf), False
-        self.edges = self.input_meta = self.saved_versions = ()
+        self.edges = self.input_meta = self.saved_versions = self.saved_inputs = self.inputs = ()
 
 
 # ---------------------------------------------------------------------------
@@ -284,8 +308,18 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
         grad = grad.sum(axis=axes, keepdims=True)
     # END TASK
     if dtype is not None and grad.dtype != dtype:
-        grad = grad.astype(dtype)
+        grad = cast(grad, dtype)
     return grad
+
+
+def on_tensors(*xs: Any) -> bool:
+    """True when a backward computes on Tensors: it is being recorded as ops (``create_graph``, higher_order.py)."""
+    return any(isinstance(x, Tensor) for x in xs)
+
+
+def cast(x: Any, dtype: Any) -> Any:
+    """``x`` in ``dtype``: ``astype`` for an array, ``to`` for a Tensor."""
+    return x.to(dtype) if isinstance(x, Tensor) else x.astype(dtype, copy=False)
 
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch's default dtype: what int with float, or a float scalar alone, gives

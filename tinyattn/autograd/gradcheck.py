@@ -10,6 +10,10 @@ grad is checked::
 
 A random ``R`` (rather than ``L = sum(out)``) matters: the sum of a softmax is
 always 1, so its gradient is zero and any backward would pass.
+
+``gradgradcheck`` checks second derivatives the same way: it runs ``gradcheck`` on the
+function ``(inputs, R) -> dL/dinputs``, the gradient computed with ``create_graph=True``, so
+finite differences of the gradient are compared with a backward through the backward.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .engine import grad
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 
@@ -76,7 +80,7 @@ def gradcheck(
         loss = terms[0]
         for term in terms[1:]:
             loss = loss + term
-        for acc, g in zip(analytic, grad(loss, [t for _, t in checked])):
+        for acc, g in zip(analytic, grad(loss, [t for _, t in checked], allow_unused=True)):
             if g is not None:
                 acc += g
 
@@ -102,6 +106,47 @@ def gradcheck(
                 raise GradcheckError(message)
             return False
     return True
+
+
+def gradgradcheck(
+    func: Callable[..., Any],
+    inputs: Tensor | Sequence[Any],
+    grad_outputs: Tensor | Sequence[Tensor] | None = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    seed: int = 0,
+) -> bool:
+    """Check ``func``'s second derivatives: ``gradcheck`` of its gradient, as torch's ``gradgradcheck``.
+
+    The gradient is ``dL/dx`` for ``L = sum_i sum(func(*inputs)[i] * R_i)``, taken with
+    ``create_graph=True``; ``R_i`` are ``grad_outputs`` (random, requiring grad, if not given),
+    and the gradient is checked with respect to both the inputs and ``R``.
+    """
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if not positions:
+        raise ValueError("gradgradcheck: no input requires grad")
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed + 1)  # (not gradcheck's own R for the outer check)
+        grad_outputs = [Tensor(rng.standard_normal(o.shape), dtype=o.dtype, requires_grad=True)
+                        for o in _outputs(func(*inputs))]
+    weights = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+
+    def gradient(*args: Any) -> tuple[Tensor | None, ...]:
+        xs, rs = args[: len(inputs)], args[len(inputs):]
+        with enable_grad():  # (gradcheck evaluates it under no_grad; this derivative needs its graph)
+            terms = [(o * r).sum() for o, r in zip(_outputs(func(*xs)), rs)]
+            loss = terms[0]
+            for term in terms[1:]:
+                loss = loss + term
+            return grad(loss, [xs[i] for i in positions], create_graph=True, materialize_grads=True)
+
+    gradient.__name__ = f"the gradient of {getattr(func, '__name__', repr(func))}"
+    return gradcheck(gradient, (*inputs, *weights), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, seed=seed)
 
 
 def _mismatch_message(

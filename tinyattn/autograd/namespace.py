@@ -16,7 +16,7 @@ from .tensor_api import einsum
 
 __all__ = [
     "abs", "add", "allclose", "amax", "amin", "argmax", "argmin", "argsort", "bmm", "clamp", "clip", "clone",
-    "cos", "div", "dot", "einsum", "equal", "exp", "flatten", "flip", "gather", "is_tensor", "isclose", "log",
+    "cos", "div", "dot", "einsum", "equal", "erf", "exp", "flatten", "flip", "gather", "is_tensor", "isclose", "log",
     "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill", "matmul", "max", "movedim",
     "mean", "min", "mm", "mul", "neg", "norm", "numel", "outer", "permute", "pow", "relu", "repeat_interleave",
     "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "square", "squeeze", "std", "sub", "sum", "t",
@@ -82,6 +82,11 @@ def abs(input: Tensor) -> Tensor:
 def sin(input: Tensor) -> Tensor:
     """The sine of each element (in radians)."""
     return _tensor("sin", input).sin()
+
+
+def erf(input: Tensor) -> Tensor:
+    """The error function of each element."""
+    return _tensor("erf", input).erf()
 
 
 def cos(input: Tensor) -> Tensor:

@@ -23,6 +23,7 @@ from .grad_mode import is_grad_enabled
 from .ops.elementwise import (
     Abs,
     Add,
+    Cos,
     Div,
     Exp,
     Log,
@@ -32,6 +33,7 @@ from .ops.elementwise import (
     Pow,
     ReLUFn,
     Sigmoid,
+    Sin,
     Sqrt,
     Sub,
     Tanh,
@@ -115,6 +117,13 @@ class Tensor(TensorAPI):
         """Wrap an ndarray without copying or checking (used by ops)."""
         t = cls.__new__(cls)
         t.array, t._requires_grad = array, requires_grad
+        return t
+
+    @classmethod
+    def _from_op(cls, array: np.ndarray, node: Node) -> Tensor:
+        """The result of a recorded op: ``array``, with ``node`` as its grad_fn."""
+        t = cls._make(array, True)
+        t._grad_fn = node
         return t
 
     @property
@@ -207,9 +216,14 @@ class Tensor(TensorAPI):
         t._base = self if self._base is None else self._base
         return t
 
-    def backward(self, gradient: ArrayLike | None = None, retain_graph: bool = False) -> None:
-        """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``."""
-        engine.backward(self, gradient, retain_graph=retain_graph)
+    def backward(
+        self, gradient: ArrayLike | None = None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> None:
+        """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``.
+
+        With ``create_graph=True`` each ``.grad`` is a Tensor that can be differentiated again.
+        """
+        engine.backward(self, gradient, retain_graph, create_graph)
 
     # -- array facts -----------------------------------------------------------
 
@@ -393,12 +407,16 @@ class Tensor(TensorAPI):
 
     # -- reductions (ops/reduction.py) -----------------------------------------
 
-    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        """Sum over ``dim`` (an int, a tuple, or None for all)."""
+    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        """Sum over ``dim`` (an int, a tuple, or None for all); NumPy's ``axis=``/``keepdims=`` too, as torch."""
+        if numpy_names:
+            dim, keepdim = _numpy_names("sum", dim, keepdim, numpy_names)
         return Sum.apply(self, dim=dim, keepdim=keepdim)
 
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        """Mean over ``dim`` (an int, a tuple, or None for all)."""
+    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False, **numpy_names: Any) -> Tensor:
+        """Mean over ``dim`` (an int, a tuple, or None for all); NumPy's ``axis=``/``keepdims=`` too, as torch."""
+        if numpy_names:
+            dim, keepdim = _numpy_names("mean", dim, keepdim, numpy_names)
         return Mean.apply(self, dim=dim, keepdim=keepdim)
 
     def amax(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -480,6 +498,10 @@ class Tensor(TensorAPI):
             normalize_dim("transpose", dim0, 0), normalize_dim("transpose", dim1, 0)
             return Reshape.apply(self, shape=())
         return Transpose.apply(self, dim0=dim0, dim1=dim1)
+
+    def swapaxes(self, axis0: int, axis1: int) -> Tensor:
+        """Alias of ``transpose`` (torch's, and NumPy's name)."""
+        return self.transpose(axis0, axis1)
 
     def permute(self, *dims: int | Sequence[int]) -> Tensor:
         """Reorder the dims: output dim i is input dim ``dims[i]``."""
@@ -564,6 +586,14 @@ def _flat_shape(shape: tuple[int, ...], start_dim: int, end_dim: int) -> tuple[i
     return shape[:start] + (int(np.prod(shape[start : end + 1])),) + shape[end + 1 :]
 
 
+def _numpy_names(op: str, dim: Any, keepdim: bool, names: dict[str, Any]) -> tuple[Any, bool]:
+    """torch's aliases ``axis`` for ``dim`` and ``keepdims`` for ``keepdim``; any other keyword is refused."""
+    unknown = set(names) - {"axis", "keepdims"}
+    if unknown:
+        raise TypeError(f"{op}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    return names.get("axis", dim), names.get("keepdims", keepdim)
+
+
 def _unwrap(x: Any) -> Any:
     """A tensor's array, or ``x`` itself (an ndarray's own ``.array`` is a memoryview, not what we want)."""
     return x.array if isinstance(x, Tensor) else x
@@ -610,9 +640,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 _UFUNC_OPS = {
     np.add: Add.apply, np.subtract: Sub.apply, np.multiply: Mul.apply, np.true_divide: Div.apply,
     np.power: Pow.apply, np.negative: Neg.apply, np.exp: Exp.apply, np.log: Log.apply, np.sqrt: Sqrt.apply,
-    np.tanh: Tanh.apply, np.absolute: Abs.apply, np.matmul: MatMul.apply,
+    np.tanh: Tanh.apply, np.absolute: Abs.apply, np.matmul: MatMul.apply, np.sin: Sin.apply, np.cos: Cos.apply,
 }
-_COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}
+# ...and those whose result is piecewise constant (a zero derivative): computed on the arrays, outside the graph
+_COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.sign}
 
 
 # The backward pass (engine.py), which itself builds on Tensor: imported last, as function.py imports this file.

@@ -22,7 +22,7 @@ from . import grad_mode, pickling, printing
 from .devices import CPU, check_device, device
 from .dtypes import as_dtype
 from .function import normalize_dim, normalize_dims
-from .ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, MaskedFill, Mul, Sin, Sub
+from .ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
 from .ops.matmul import Einsum
 from .ops.reduction import Norm, TakeAlong
 from .ops.shape import Gather, SetItem, Triangle
@@ -220,6 +220,10 @@ class TensorAPI:
             node = result._grad_fn
             if node is not None:  # what the op saved of this tensor is its old array, which no later change touches
                 node.saved_versions = tuple((t, v) for t, v in node.saved_versions if t is not self)
+                if any(t is self for t in node.saved_inputs):  # a backward recorded as ops reads the old value
+                    old = type(self)._make(self.array, self._requires_grad)
+                    old._grad_fn, old._leaf_node = self._grad_fn, self._leaf_node
+                    node.saved_inputs = [old if t is self else t for t in node.saved_inputs]
             if result.dtype != self.dtype:
                 result = Cast.apply(result, dtype=self.dtype)
             self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
@@ -573,6 +577,10 @@ class TensorAPI:
     def cos(self: Tensor) -> Tensor:
         """The cosine of each element (in radians)."""
         return Cos.apply(self)
+
+    def erf(self: Tensor) -> Tensor:
+        """The error function ``erf(x) = 2/√π ∫₀ˣ exp(-t²) dt`` of each element."""
+        return Erf.apply(self)
 
     def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
         """Each element limited to ``[min, max]`` (either may be None); the gradient passes inside it."""

@@ -1,7 +1,7 @@
 """Every op of tinyattn, each a ``Function`` on arrays with its forward and backward side by side.
 
 - ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
-- ``elementwise.py``: ``Sin Cos Clamp Clone Copy``
+- ``elementwise.py``: ``Erf Sin Cos Clamp Clone Copy``
 - ``matmul.py``: ``MatMul LinearFn Einsum``
 - ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather SetItem``
@@ -11,5 +11,7 @@
 ``FlashAttention`` is ``softmax(Q Kᵀ · scale + M) V`` as one op that never stores ``P``
 (``PackedFlashAttention``: the same on Q, K and V stacked in one array).
 A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
-``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays.
+``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays. A backward is written
+in operations that arrays and Tensors share, so that it also runs on Tensors when a gradient is itself
+differentiated (``create_graph=True``: ``higher_order.py``).
 """

@@ -17,6 +17,7 @@ from ..function import (
     Function,
     broadcast_shapes,
     broadcasts_to,
+    on_tensors,
     promote,
     result_type,
     unbroadcast,
@@ -41,6 +42,13 @@ def _operands(ctx: Context, op: str, a: Any, b: Any, floating: bool = False) -> 
     if floating and dtype.kind != "f":
         dtype = function.DEFAULT_FLOAT
     return promote(dtype, a), promote(dtype, b)
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``np.where(cond, a, b)``, or the op ``Where`` if ``a`` or ``b`` is a Tensor (a backward building a graph)."""
+    if on_tensors(a, b):
+        return Where.apply(cond, a, b)
+    return np.where(cond, a, b)
 
 
 def _floating(x: np.ndarray) -> np.ndarray:
@@ -144,9 +152,9 @@ class Pow(Function):
         da = db = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if ctx.needs_input_grad[0]:
-                da = unbroadcast(grad_output * np.where(b == 0, 0, b * np.power(a, b - 1)), *ctx.a_meta)
+                da = unbroadcast(grad_output * where(b == 0, 0.0, b * np.power(a, b - 1)), *ctx.a_meta)
             if ctx.needs_input_grad[1]:
-                db = unbroadcast(grad_output * np.where((a == 0) & (b >= 0), 0, out * np.log(a)), *ctx.b_meta)
+                db = unbroadcast(grad_output * where((a == 0) & (b >= 0), 0.0, out * np.log(a)), *ctx.b_meta)
         return da, db
 
 
@@ -155,6 +163,7 @@ class Neg(Function):
 
     formula = "{out} = −{0}"
     grad_formulas = ("d{0} = −d{out}",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -300,6 +309,7 @@ class Cast(Function):
 
     formula = "{out} = {0} (new dtype)"
     grad_formulas = ("d{0} = d{out} (cast back)",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dtype: np.dtype) -> np.ndarray:
@@ -338,7 +348,7 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, None]:
         (mask,) = ctx.saved_tensors
-        return np.where(mask, 0.0, grad_output), None  # (a Python 0.0 keeps grad_output's dtype)
+        return where(mask, 0.0, grad_output), None  # (a Python 0.0 keeps grad_output's dtype)
 
 
 class Where(Function):
@@ -358,12 +368,30 @@ class Where(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any, Any]:
         (cond,) = ctx.saved_tensors
-        da = unbroadcast(np.where(cond, grad_output, 0.0), *ctx.a_meta) if ctx.needs_input_grad[1] else None
-        db = unbroadcast(np.where(cond, 0.0, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
+        da = unbroadcast(where(cond, grad_output, 0.0), *ctx.a_meta) if ctx.needs_input_grad[1] else None
+        db = unbroadcast(where(cond, 0.0, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact to double precision
+
+
+class Erf(Function):
+    """``out = erf(x) = 2/√π ∫₀ˣ exp(-t²) dt``;  ``dx = dout * 2/√π * exp(-x²)``."""
+
+    formula = "{out} = erf({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ 2/√π exp(−{0}²)",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
+        ctx.save_for_backward(x)
+        return _erf(x).astype(x.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (grad_output * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
 
 
 class GELUFn(Function):
@@ -377,23 +405,29 @@ class GELUFn(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
-        if approximate == "none":
-            cdf = (0.5 * (1.0 + _erf(x / math.sqrt(2.0)))).astype(x.dtype)
-            dcdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # phi(x)
-        elif approximate == "tanh":
-            c = math.sqrt(2 / math.pi)
-            t = np.tanh(c * (x + 0.044715 * x * x * x))  # (x * x * x: NumPy's x**3 is 30x slower)
-            cdf = 0.5 * (1 + t)
-            dcdf = 0.5 * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
-        else:
+        if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        cdf, dcdf = _gelu_parts(x, approximate)
         ctx.save_for_backward(x, cdf, dcdf)
         return x * cdf
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         x, cdf, dcdf = ctx.saved_tensors
+        if on_tensors(x):  # a backward recorded as ops: Φ and φ again, as ops on x
+            cdf, dcdf = _gelu_parts(x, ctx.kwargs.get("approximate", "none"))
         return (grad_output * (cdf + x * dcdf),)
+
+
+def _gelu_parts(x: Any, approximate: str) -> tuple[Any, Any]:
+    """GELU's ``Φ(x)`` and its slope ``Φ'(x)`` (exact: the normal density φ), on an array or a Tensor."""
+    if approximate == "none":
+        cdf = 0.5 * (1.0 + (Erf.apply(x / math.sqrt(2.0)) if on_tensors(x)
+                            else _erf(x / math.sqrt(2.0)).astype(x.dtype)))
+        return cdf, np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)  # φ(x)
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (x + 0.044715 * x * x * x))  # (x * x * x: NumPy's x**3 is 30x slower)
+    return 0.5 * (1 + t), 0.5 * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
 
 
 class Sin(Function):
@@ -465,6 +499,7 @@ class Clone(Function):
 
     formula = "{out} = {0} (a copy)"
     grad_formulas = ("d{0} = d{out}",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:

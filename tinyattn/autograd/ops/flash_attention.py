@@ -174,6 +174,29 @@ class FlashAttention(Function):
         return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
 
 
+    @staticmethod
+    def composed(q: Any, k: Any, v: Any, mask: Any, *, scale: float, is_causal: bool, dropout_p: float,
+                 block_size: int, seed: int) -> Any:
+        """The same ``softmax(Q Kᵀ · scale + M) V`` in plain ops (on Tensors), all of ``P`` at once: what a
+        gradient of FlashAttention's gradient differentiates (higher_order.py)."""
+        if dropout_p > 0.0:
+            raise RuntimeError(
+                "FlashAttention with dropout_p > 0 cannot be differentiated twice: its dropout masks are drawn "
+                "block by block inside the fused op. Use dropout_p=0.0 for a gradient that is differentiated again."
+            )
+        group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+        if group > 1:  # each K/V head serves a group of query heads: repeat it for each
+            k, v = (x.unsqueeze(-3).expand(x.shape[:-2] + (group,) + x.shape[-2:])
+                    .reshape(x.shape[:-3] + (-1,) + x.shape[-2:]) for x in (k, v))
+        scores = (q @ k.transpose(-1, -2)) * scale  # (..., L, S)
+        if mask is not None:
+            scores = scores + mask
+        if is_causal:  # key j after query i is hidden (top-left aligned)
+            L, S = scores.shape[-2:]
+            scores = scores.masked_fill(np.triu(np.ones((L, S), dtype=bool), 1), -np.inf)
+        return scores.softmax(-1) @ v  # (a row that sees no key: softmax gives 0, as forward's O = 0)
+
+
 class PackedFlashAttention(Function):
     """FlashAttention on ``qkv (3, ..., n, d)``: Q, K and V stacked in one array, as one in-projection makes them.
 
@@ -193,6 +216,11 @@ class PackedFlashAttention(Function):
     def forward(ctx: Context, qkv: np.ndarray, mask: np.ndarray | None, **options: Any) -> np.ndarray:
         q, k, v = qkv  # (..., n, d) each, views of qkv
         return FlashAttention.forward(ctx, q, k, v, mask, **options)
+
+    @staticmethod
+    def composed(qkv: Any, mask: Any, **options: Any) -> Any:
+        """``FlashAttention.composed`` on ``qkv``'s three parts."""
+        return FlashAttention.composed(qkv[0], qkv[1], qkv[2], mask, **options)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:

@@ -7,10 +7,11 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import string
+from typing import Any
 
 import numpy as np
 
-from ..function import Context, Function, unbroadcast
+from ..function import Context, Function, cast, on_tensors, unbroadcast
 
 
 class MatMul(Function):
@@ -43,10 +44,10 @@ class MatMul(Function):
         a2 = a[None, :] if a.ndim == 1 else a  # (..., n, k)
         b2 = b[:, None] if b.ndim == 1 else b  # (..., k, m)
         grad_output2 = grad_output
-        if a.ndim == 1:
-            grad_output2 = np.expand_dims(grad_output2, -2 if b.ndim > 1 else 0)  # restore n = 1
+        if a.ndim == 1:  # restore n = 1
+            grad_output2 = grad_output2[..., None, :] if b.ndim > 1 else grad_output2[None]
         if b.ndim == 1:
-            grad_output2 = np.expand_dims(grad_output2, -1)  # restore m = 1
+            grad_output2 = grad_output2[..., None]  # restore m = 1
         da = db = None
         # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
@@ -184,13 +185,13 @@ class Einsum(Function):
                     raise ValueError(f"einsum: index {c!r} has sizes {sizes[c]} and {n} in {equation!r}")
                 sizes[c] = max(sizes.get(c, 1), n)
         ctx.shapes, ctx.letters, ctx.output = [x.shape for x in xs], letters, output
-        full = tuple(np.broadcast_to(x, tuple(sizes[c] for c in sub)) for sub, x in zip(letters, xs))
-        ctx.save_for_backward(*full)
-        return np.einsum(",".join(letters) + "->" + output, *full)
+        ctx.full_shapes = [tuple(sizes[c] for c in sub) for sub in letters]
+        ctx.save_for_backward(*xs)
+        return np.einsum(",".join(letters) + "->" + output, *_broadcast(xs, ctx.full_shapes))
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        full = ctx.saved_tensors
+        full = _broadcast(ctx.saved_tensors, ctx.full_shapes)  # every operand at the indices' full sizes
         grads: list[np.ndarray | None] = []
         for i, (sub, x) in enumerate(zip(ctx.letters, full)):
             if not ctx.needs_input_grad[i]:
@@ -199,8 +200,18 @@ class Einsum(Function):
             others = [ctx.output] + [s for j, s in enumerate(ctx.letters) if j != i]
             arrays = [grad_output] + [a for j, a in enumerate(full) if j != i]
             kept = "".join(c for c in sub if c in "".join(others))
-            grad_input = np.einsum(",".join(others) + "->" + kept, *arrays)
-            grad_input = np.expand_dims(grad_input, tuple(k for k, c in enumerate(sub) if c not in kept))
-            grad_input = np.broadcast_to(grad_input, x.shape)  # an index only this operand had: copied along it
-            grads.append(unbroadcast(grad_input, ctx.shapes[i]).reshape(ctx.shapes[i]).astype(x.dtype, copy=False))
+            grad_input = _einsum(",".join(others) + "->" + kept, *arrays)
+            grad_input = grad_input.reshape(tuple(n if c in kept else 1 for c, n in zip(sub, x.shape)))
+            (grad_input,) = _broadcast((grad_input,), [x.shape])  # an index only this operand had: copied along it
+            grads.append(cast(unbroadcast(grad_input, ctx.shapes[i]).reshape(ctx.shapes[i]), x.dtype))
         return tuple(grads)
+
+
+def _broadcast(xs: tuple[Any, ...], shapes: list[tuple[int, ...]]) -> tuple[Any, ...]:
+    """Each operand broadcast to its shape (``np.broadcast_to``, or ``expand`` for a Tensor)."""
+    return tuple(x.expand(s) if on_tensors(x) else np.broadcast_to(x, s) for x, s in zip(xs, shapes))
+
+
+def _einsum(equation: str, *xs: Any) -> Any:
+    """``np.einsum`` on arrays; the op ``Einsum`` when a Tensor is among them (a backward building a graph)."""
+    return Einsum.apply(*xs, equation=equation) if on_tensors(*xs) else np.einsum(equation, *xs)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
-from ..function import Context, Function, normalize_dims
+from ..function import Context, Function, normalize_dims, on_tensors
+from .elementwise import where
 
 
-def _expand_back(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:
-    """Re-insert the reduced dims of ``grad`` (if dropped) and broadcast it to ``shape``."""
+def _expand_back(grad: Any, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> Any:
+    """Re-insert the reduced dims of ``grad`` (if dropped) and broadcast it to ``shape`` (an array or a Tensor)."""
     if not keepdim:
-        grad = np.expand_dims(grad, dims)
-    return np.broadcast_to(grad, shape)
+        grad = grad.reshape(tuple(1 if d in dims else n for d, n in enumerate(shape)))
+    return grad.expand(shape) if on_tensors(grad) else np.broadcast_to(grad, shape)
 
 
 class Sum(Function):
@@ -23,6 +24,7 @@ class Sum(Function):
 
     formula = "{out} = sum({0})"
     grad_formulas = ("d{0} = d{out} copied along the summed dims",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
@@ -40,6 +42,7 @@ class Mean(Function):
 
     formula = "{out} = mean({0})"
     grad_formulas = ("d{0} = d{out} / N copied along the averaged dims",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
@@ -72,6 +75,7 @@ class Amax(Function):
             raise ValueError(f"amax: cannot reduce over an empty dim of a tensor of shape {x.shape}")
         ctx.keepdim = keepdim
         out = x.max(axis=ctx.dims, keepdims=True)
+        ctx.kept_shape = out.shape
         ctx.save_for_backward(x == out)
         return out if keepdim else np.squeeze(out, axis=ctx.dims)
 
@@ -79,7 +83,7 @@ class Amax(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (is_max,) = ctx.saved_tensors
         ties = is_max.sum(axis=ctx.dims, keepdims=True, dtype=grad_output.dtype)
-        grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
+        grad_output = grad_output if ctx.keepdim else grad_output.reshape(ctx.kept_shape)
         return (is_max * (grad_output / ties),)
 
 
@@ -91,6 +95,7 @@ class TakeAlong(Function):
 
     formula = "{out} = {0} picked at one index along dim"
     grad_formulas = ("d{0} = d{out} at the picked indices, 0 elsewhere",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: np.ndarray, dim: int) -> np.ndarray:
@@ -120,7 +125,8 @@ class Var(Function):
         count = math.prod(x.shape[d] for d in dims)
         centered = x - np.mean(x, axis=dims, keepdims=True)
         ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
-        ctx.save_for_backward(centered)
+        ctx.kept_shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+        ctx.save_for_backward(centered, x)
         if ctx.denom == 0:  # as torch: a warning, and nan (0 / 0) in the value and the gradient
             # (no stacklevel: how many frames lie between the user and this op depends on var/std/apply)
             warnings.warn(f"var: degrees of freedom N - correction = {count} - {correction} <= 0")  # noqa: B028
@@ -129,8 +135,10 @@ class Var(Function):
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (centered,) = ctx.saved_tensors
-        grad_output = grad_output if ctx.keepdim else np.expand_dims(grad_output, ctx.dims)
+        centered, x = ctx.saved_tensors
+        if on_tensors(x):  # a backward recorded as ops: x − mean again, as ops on x
+            centered = x - x.mean(axis=ctx.dims, keepdims=True)
+        grad_output = grad_output if ctx.keepdim else grad_output.reshape(ctx.kept_shape)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (2 * centered * grad_output / ctx.denom,)
 
@@ -152,5 +160,6 @@ class Norm(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         x, out = ctx.saved_tensors
-        scale = np.divide(grad_output, out, out=np.zeros_like(grad_output), where=out != 0)
+        nonzero = out != 0
+        scale = where(nonzero, grad_output / where(nonzero, out, 1.0), 0.0)  # (0 where the norm is 0, never 0/0)
         return (x * _expand_back(scale, ctx.dims, ctx.keepdim, x.shape),)

@@ -13,7 +13,17 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..function import Context, Function, broadcasts_to, normalize_dim, promote, result_type, unbroadcast
+from ..function import (
+    Context,
+    Function,
+    broadcasts_to,
+    cast,
+    normalize_dim,
+    on_tensors,
+    promote,
+    result_type,
+    unbroadcast,
+)
 
 
 class Reshape(Function):
@@ -22,6 +32,7 @@ class Reshape(Function):
     formula = "{out} = {0}.reshape{out_shape}"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, shape: tuple[int, ...], op: str = "reshape") -> np.ndarray:
@@ -49,6 +60,7 @@ class Transpose(Function):
     formula = "{out} = {0}.transpose{dims}"
     grad_formulas = ("d{0} = d{out}.transpose{dims}",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim0: int, dim1: int) -> np.ndarray:
@@ -68,6 +80,7 @@ class Permute(Function):
     formula = "{out} = {0}.permute(p)"
     grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dims: Sequence[int]) -> np.ndarray:
@@ -90,6 +103,7 @@ class Unsqueeze(Function):
     formula = "{out} = {0}.unsqueeze(…)"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
@@ -107,6 +121,7 @@ class Squeeze(Function):
     formula = "{out} = {0}.squeeze()"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | None) -> np.ndarray:
@@ -127,6 +142,7 @@ class Expand(Function):
     formula = "{out} = {0}.expand(…)"
     grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, sizes: tuple[int, ...]) -> np.ndarray:
@@ -162,6 +178,7 @@ class GetItem(Function):
     formula = "{out} = {0}[{index}]"
     grad_formulas = ("d{0}[{index}] += d{out}  (zeros elsewhere)",)
     is_view = True
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, index: Any) -> np.ndarray:
@@ -201,12 +218,14 @@ class Cat(Function):
                     f"cat: tensor {i} has shape {x.shape}, which does not match {xs[0].shape} "
                     f"outside dim {dim}"
                 )
-        ctx.dim, ctx.bounds = d, np.cumsum([x.shape[d] for x in xs])[:-1]
+        ctx.dim, ctx.bounds = d, np.cumsum([0] + [x.shape[d] for x in xs]).tolist()
         return np.concatenate(_promoted(ctx, xs), axis=d)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        return _in_input_dtypes(ctx, np.split(grad_output, ctx.bounds, axis=ctx.dim))
+        before = (slice(None),) * ctx.dim  # (the dims before the joined one)
+        return _in_input_dtypes(ctx, (grad_output[before + (slice(lo, hi),)]
+                                      for lo, hi in zip(ctx.bounds, ctx.bounds[1:])))
 
 
 class Stack(Function):
@@ -227,7 +246,8 @@ class Stack(Function):
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
-        return _in_input_dtypes(ctx, np.moveaxis(grad_output, ctx.dim, 0))
+        before = (slice(None),) * ctx.dim  # (the dims before the stacked one)
+        return _in_input_dtypes(ctx, (grad_output[before + (i,)] for i in range(len(ctx.dtypes))))
 
 
 def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -239,7 +259,7 @@ def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def _in_input_dtypes(ctx: Context, pieces: Iterable[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Each gradient piece back in its input's dtype (see ``_promoted``)."""
-    return tuple(p.astype(dtype) for p, dtype in zip(pieces, ctx.dtypes))
+    return tuple(cast(p, dtype) for p, dtype in zip(pieces, ctx.dtypes))
 
 
 class Triangle(Function):
@@ -248,6 +268,7 @@ class Triangle(Function):
 
     formula = "{out} = {0} on one triangle, 0 elsewhere"
     grad_formulas = ("d{0} = d{out} on the same triangle, 0 elsewhere",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, upper: bool, diagonal: int) -> np.ndarray:
@@ -287,6 +308,7 @@ class Gather(Function):
 
     formula = "{out} = gather({0}, dim, index)"
     grad_formulas = ("d{0}[index] += d{out}  (zeros elsewhere)",)
+    linear = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int, index: np.ndarray) -> np.ndarray:
@@ -325,11 +347,12 @@ class SetItem(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         dx = dvalue = None
         if ctx.needs_input_grad[0]:
-            dx = grad_output.copy()
+            dx = grad_output.clone() if on_tensors(grad_output) else grad_output.copy()  # type: ignore[attr-defined]
             dx[ctx.index] = 0
         if ctx.needs_input_grad[1]:
             shape, dtype = ctx.value_meta
-            picked = np.asarray(grad_output[ctx.index])
+            picked = grad_output[ctx.index]
+            picked = picked if on_tensors(picked) else np.asarray(picked)  # (an int index picks a NumPy scalar)
             picked = picked.reshape((1,) * (len(shape) - picked.ndim) + picked.shape)  # (value had extra 1s)
             dvalue = unbroadcast(picked, shape, dtype)
         return dx, dvalue

@@ -1,0 +1,291 @@
+"""Gradients of gradients (``create_graph=True``) against torch in float64: every op's second derivative,
+third derivatives, Hessian-vector products through attention, a gradient penalty; and ``gradgradcheck``
+on every op, which must also catch a planted wrong second derivative."""
+
+import numpy as np
+import pytest
+
+import tinyattn as ta
+from tinyattn.autograd.function import Function
+from tinyattn.autograd.ops import elementwise
+from tinyattn.nn import functional as F
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+TOL = dict(rtol=1e-8, atol=1e-10)
+
+
+def _setitem(lib, x):
+    y = x * 1.0
+    y[1] = x[0] * x[0]
+    return y * y
+
+
+def _index(lib, x):
+    return (x * x)[lib.tensor([0, 0, 2])]
+
+
+def _gather(lib, x):
+    return (x * x).gather(1, lib.tensor([[0, 0], [1, 3], [3, 2]]))
+
+
+def _copy(lib, x):
+    y = lib.zeros(3, 4, dtype=lib.float64)
+    y.copy_(x * x)
+    return y * x
+
+
+# (name, function of (library, x)) for x of shape (3, 4); each composes the op with something non-linear where the op
+# is itself linear, so that its second derivative is not zero everywhere
+CASES = [
+    ("add_sub_broadcast", lambda lib, x: (x * x + x[0]) - x[:, :1] * x[:, 1:2]),
+    ("mul_div", lambda lib, x: x * x / (x * x + 1)),
+    ("pow_tensor", lambda lib, x: (x * x + 1) ** (x * 0.5)),
+    ("pow_scalar", lambda lib, x: x ** 3 + 2.0 ** x),
+    ("neg_exp_log_sqrt", lambda lib, x: -(x.exp() + (x * x + 1).log() * (x * x + 2).sqrt())),
+    ("tanh_sigmoid", lambda lib, x: x.tanh() * x.sigmoid()),
+    ("sin_cos", lambda lib, x: x.sin() * x.cos() * x),
+    ("relu_abs_clamp", lambda lib, x: x.relu() * x + x.abs() * x + x.clamp(-0.5, 0.7) * x),
+    ("erf", lambda lib, x: lib.erf(x) * x),
+    ("gelu", lambda lib, x: lib.nn.functional.gelu(x)),
+    ("gelu_tanh", lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh")),
+    ("masked_fill_where", lambda lib, x: x.masked_fill(x > 0.5, 2.0) * x + lib.where(x > 0, x * x, x.exp())),
+    ("cast_clone", lambda lib, x: (x * x).float().double().clone() * x),
+    ("shapes", lambda lib, x: (x * x).permute(1, 0).unsqueeze(0).expand(2, 4, 3).squeeze(0).reshape(2, 12)
+     .transpose(0, 1) * x.reshape(12, 1)),
+    ("slice", lambda lib, x: (x * x)[1:, ::2] * x[:2, 1::2]),
+    ("index", _index),
+    ("gather", _gather),
+    ("tril_triu", lambda lib, x: (x * x).tril() + (x * x * x).triu(1)),
+    ("cat_stack", lambda lib, x: lib.cat([x, x * x], 1).sum(1) * lib.stack([x.exp(), x], 0).sum((0, 2))),
+    ("setitem", _setitem),
+    ("copy", _copy),
+    ("sum_mean", lambda lib, x: (x * x).sum(0) * x.mean(1, keepdim=True)),
+    ("amax_max", lambda lib, x: (x * x).amax(1) + (x * x * x).max(0).values.sum()),
+    ("var_std", lambda lib, x: x.var(1) + x.std(0).sum()),
+    ("norm", lambda lib, x: x.norm(dim=1) + x.norm()),
+    ("matmul", lambda lib, x: (x @ x.T) @ x + (x[0] @ x.T)[:, None] + (x @ x[1])[:, None] + x[1] @ x[2]),
+    ("linear", lambda lib, x: lib.nn.functional.linear(x, x[:2] * x[:2], x[0, :2])),
+    ("einsum", lambda lib, x: lib.einsum("ij,kj->ik", x, x * x) @ x + lib.einsum("ij->j", x * x)),
+    ("softmax_log_softmax", lambda lib, x: x.softmax(-1) * x + x.log_softmax(0)),
+]
+
+
+def _second_derivative(lib, fn, data, u, v):
+    """d/dx <v, d/dx <u, fn(x)>>, and the first derivative: the same program in either library."""
+    x = lib.tensor(data, requires_grad=True)
+    out = fn(lib, x)
+    (g,) = lib.autograd.grad(out, x, lib.tensor(u), create_graph=True)
+    (h,) = lib.autograd.grad(g, x, lib.tensor(v))
+    return g.detach().numpy(), h.numpy()
+
+
+@pytest.mark.parametrize("name, fn", CASES, ids=[c[0] for c in CASES])
+def test_second_derivative_matches_torch(name, fn):
+    rng = np.random.default_rng(sum(map(ord, name)))
+    data = rng.standard_normal((3, 4))
+    u = rng.standard_normal(tuple(fn(torch, torch.tensor(data)).shape))
+    v = rng.standard_normal((3, 4))
+    g, h = _second_derivative(ta, fn, data, u, v)
+    tg, th = _second_derivative(torch, fn, data, u, v)
+    np.testing.assert_allclose(g, tg.numpy() if hasattr(tg, "numpy") else tg, **TOL)
+    np.testing.assert_allclose(h, th, **TOL)
+
+
+@pytest.mark.parametrize("name, fn", CASES, ids=[c[0] for c in CASES])
+def test_gradgradcheck_passes(name, fn):
+    rng = np.random.default_rng(sum(map(ord, name)) + 1)
+    x = ta.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    # (a round trip through float32 is exact to float32's precision only: finite differences need a wider step)
+    tolerance = dict(eps=1e-3, atol=1e-3, rtol=1e-2) if name == "cast_clone" else {}
+    assert ta.autograd.gradgradcheck(lambda t: fn(ta, t), [x], **tolerance)
+
+
+def test_the_cases_cover_every_op():
+    """Each op with a backward is in some case's graph (a new op must join the table above)."""
+    seen = set()
+    rng = np.random.default_rng(0)
+    for _, fn in CASES + [("attention", lambda lib, x: _attention_ops(x))]:
+        out = fn(ta, ta.tensor(rng.standard_normal((3, 4)), requires_grad=True))
+        stack, visited = [out.grad_fn], set()
+        while stack:
+            node = stack.pop()
+            if node is not None and node not in visited:
+                visited.add(node)
+                seen.add(node.fn)
+                stack.extend(node.edges)
+    ops = {cls for module in (elementwise,) + _op_modules() for cls in vars(module).values()
+           if isinstance(cls, type) and issubclass(cls, Function) and cls.__module__ == module.__name__}
+    assert ops - seen == set()
+
+
+def _op_modules():
+    from tinyattn.autograd.ops import flash_attention, matmul, reduction, shape, softmax
+    return (flash_attention, matmul, reduction, shape, softmax)
+
+
+def _attention_ops(x):
+    q = x.reshape(1, 3, 4)
+    out = F.scaled_dot_product_attention(q, q * q, q.exp())
+    packed = F.packed_attention(ta.stack([q, q * q, q.exp()]))
+    return out + packed
+
+
+def test_third_derivative_matches_torch():
+    data = np.array([0.3, -1.2, 0.8])
+
+    def third(lib):
+        x = lib.tensor(data, requires_grad=True)
+        y = (x.sin() * x.exp() + x ** 4).sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x, create_graph=True)
+        (t,) = lib.autograd.grad((h * h).sum(), x)
+        return t.numpy()
+
+    np.testing.assert_allclose(third(ta), third(torch), **TOL)
+
+
+def test_third_derivative_through_linear_ops_matches_torch():
+    """Reshape's backward is recorded as one op whose own backward is recorded again (the transposed map twice)."""
+    data = np.random.default_rng(3).standard_normal((2, 3))
+
+    def third(lib):
+        x = lib.tensor(data, requires_grad=True)
+        y = ((x * x * x).reshape(3, 2).T.sum(0) ** 2).sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (h,) = lib.autograd.grad((g.reshape(6) * lib.arange(6.0)).sum(), x, create_graph=True)
+        (t,) = lib.autograd.grad(h.sum(), x)
+        return t.numpy()
+
+    np.testing.assert_allclose(third(ta), third(torch), **TOL)
+
+
+@pytest.mark.parametrize("block_size, causal, heads_kv", [(128, False, 2), (2, False, 2), (2, True, 2), (3, False, 1)])
+def test_hvp_through_flash_attention_matches_torch(block_size, causal, heads_kv):
+    rng = np.random.default_rng(block_size + causal + heads_kv)
+    q, k, v = (rng.standard_normal(s) for s in [(1, 2, 5, 4), (1, heads_kv, 5, 4), (1, heads_kv, 5, 3)])
+    u, w = rng.standard_normal((1, 2, 5, 3)), rng.standard_normal((1, 2, 5, 4))
+
+    def hvp(lib, attend):
+        tq, tk, tv = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
+        out = attend(lib, tq, tk, tv)
+        (gq,) = lib.autograd.grad((out * lib.tensor(u)).sum(), tq, create_graph=True)
+        return [g.numpy() for g in lib.autograd.grad((gq * lib.tensor(w)).sum(), [tq, tk, tv])]
+
+    def ours(lib, tq, tk, tv):
+        return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, block_size=block_size,
+                                              enable_gqa=heads_kv != 2)
+
+    def theirs(lib, tq, tk, tv):
+        return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
+                                                                enable_gqa=heads_kv != 2)
+
+    for a, b in zip(hvp(ta, ours), hvp(torch, theirs)):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_hessian_vector_product_through_multihead_attention_matches_torch():
+    rng = np.random.default_rng(11)
+    ours = ta.nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
+    theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    data, u = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
+    direction = {name: rng.standard_normal(p.shape) for name, p in ours.named_parameters()}
+    results = []
+    # ours: the packed FlashAttention path, then the composed one. torch's fused path has no second derivative
+    # ("derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented"): its
+    # composed path is the reference for both
+    for lib, mha, need_weights in ((ta, ours, False), (ta, ours, True), (torch, theirs, True)):
+        x = lib.tensor(data)
+        out, _ = mha(x, x, x, need_weights=need_weights)
+        params = [p for _, p in mha.named_parameters()]
+        grads = lib.autograd.grad((out * lib.tensor(u)).sum(), params, create_graph=True)
+        dot = sum((g * lib.tensor(direction[n])).sum() for (n, _), g in zip(mha.named_parameters(), grads))
+        # (out_proj.bias's gradient is a constant, the upstream summed: its Hessian part is zero, unused)
+        results.append([h.numpy() for h in lib.autograd.grad(dot, params, materialize_grads=True)])
+    for ours_hvp, theirs_hvp in ((results[0], results[2]), (results[1], results[2])):
+        for a, b in zip(ours_hvp, theirs_hvp):
+            np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_gradient_penalty_on_a_linear_matches_torch():
+    """WGAN-GP: the norm of d critic / d input, pushed towards 1, is part of the loss the weights learn from."""
+    rng = np.random.default_rng(5)
+    ours = ta.nn.Linear(4, 1, dtype=ta.float64)
+    theirs = torch.nn.Linear(4, 1, dtype=torch.float64)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    data = rng.standard_normal((6, 4))
+    grads = []
+    for lib, critic in ((ta, ours), (torch, theirs)):
+        x = lib.tensor(data, requires_grad=True)
+        hidden = critic(x).tanh()
+        (dx,) = lib.autograd.grad(hidden.sum(), x, create_graph=True)
+        penalty = ((dx.norm(2, dim=1) - 1) ** 2).mean()
+        (hidden.mean() + 10 * penalty).backward()
+        grads.append([p.grad.numpy() for p in critic.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_backward_create_graph_makes_grad_differentiable_as_torch():
+    data = np.array([0.5, -1.5, 2.0])
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(data, requires_grad=True)
+        (x ** 3).sum().backward(create_graph=True)
+        first = x.grad
+        assert first.requires_grad
+        (x * x).sum().backward(create_graph=True)  # accumulates: x.grad = 3x² + 2x, still with a graph
+        (second,) = lib.autograd.grad(x.grad.sum(), x)
+        results.append((first.detach().numpy().copy(), x.grad.detach().numpy(), second.numpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_grad_allow_unused_and_materialize_grads_as_torch():
+    for lib in (ta, torch):
+        x, unused = lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([3.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="allow_unused"):
+            lib.autograd.grad((x * x).sum(), [x, unused])
+        assert lib.autograd.grad((x * x).sum(), [x, unused], allow_unused=True)[1] is None
+        zeros = lib.autograd.grad((x * x).sum(), [x, unused], materialize_grads=True)[1]
+        np.testing.assert_array_equal(zeros.numpy(), [0.0])
+
+
+def test_grad_outputs_with_a_graph_are_differentiated_as_torch():
+    """With create_graph, the gradient is a function of grad_outputs too (a vector-Jacobian product's vector)."""
+    data, u = np.array([[0.2, -0.4], [1.1, 0.3]]), np.array([0.7, -0.2])
+    results = []
+    for lib in (ta, torch):
+        x, w = lib.tensor(data, requires_grad=True), lib.tensor(u, requires_grad=True)
+        (g,) = lib.autograd.grad((x @ x)[0], x, w, create_graph=True)
+        results.append([t.numpy() for t in lib.autograd.grad((g * g).sum(), [x, w])])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_gradgradcheck_catches_a_planted_wrong_second_derivative(monkeypatch):
+    """Planted: tanh's backward computed from its output as a constant (detached). Its value, the first derivative,
+    is still right, so gradcheck passes; its own derivative misses how the output depends on x."""
+    x = ta.tensor(np.random.default_rng(2).standard_normal(5), requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x])
+
+    def detached(ctx, grad_output):
+        (out,) = ctx.saved_tensors
+        constant = out.detach().numpy() if isinstance(out, ta.Tensor) else out
+        return (grad_output * (1 - constant * constant),)
+
+    monkeypatch.setattr(elementwise.Tanh, "backward", staticmethod(detached))
+    assert ta.autograd.gradcheck(lambda t: t.tanh(), [x])  # the first derivative is still right...
+    with pytest.raises(ta.autograd.GradcheckError, match="the gradient of"):
+        ta.autograd.gradgradcheck(lambda t: t.tanh(), [x])  # ...its derivative is not
+
+
+def test_dropout_in_flash_attention_refuses_a_second_derivative_clearly():
+    q = ta.tensor(np.ones((1, 3, 4)), requires_grad=True)
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    (g,) = ta.autograd.grad(out.sum(), q, retain_graph=True)
+    assert g.shape == q.shape
+    with pytest.raises(RuntimeError, match="dropout_p > 0 cannot be differentiated twice"):
+        ta.autograd.grad(out.sum(), q, create_graph=True)

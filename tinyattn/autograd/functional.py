@@ -1,0 +1,219 @@
+"""``torch.autograd.functional``: derivatives of a function, rather than of a tensor's history.
+
+Each takes ``func`` (Tensors in, a Tensor or a tuple of Tensors out) and the point ``inputs``
+(a Tensor or a tuple of Tensors), and returns results shaped as those were given::
+
+    vjp(func, x, v)   ->  (func(x), vᵀ J)        J = d func / d x
+    jvp(func, x, v)   ->  (func(x), J v)
+    jacobian(func, x) ->  J                       shape: output's shape + input's shape
+    hessian(func, x)  ->  H = d²func / dx²        func returns one element
+    vhp(func, x, v)   ->  (func(x), vᵀ H)
+    hvp(func, x, v)   ->  (func(x), H v)
+
+All of them are ``grad`` (engine.py) called once or twice: ``jvp`` and ``hvp`` as torch
+computes them, by the double-backward trick (``J v`` is the derivative, with respect to
+``u``, of ``uᵀ J`` applied to ``v``), ``hessian`` as the Jacobian of the gradient. Results
+are detached unless ``create_graph=True``. An input the output does not depend on gets
+zeros, or, with ``strict=True``, an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .engine import grad
+from .grad_mode import enable_grad
+from .tensor import Tensor, stack
+
+__all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
+
+
+def _as_tuple(value: Any, what: str, fn: str) -> tuple[bool, tuple[Tensor, ...]]:
+    """``(was it a tuple, the Tensors)``, as torch checks them."""
+    if isinstance(value, tuple):
+        items = value
+        for i, x in enumerate(items):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of Tensors but the "
+                                f"value at index {i} has type {type(x)}.")
+        return True, items
+    if not isinstance(value, Tensor):
+        raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of Tensors but the given "
+                        f"{what} has type {type(value)}.")
+    return False, (value,)
+
+
+def _prepared(inputs: tuple[Tensor, ...], create_graph: bool) -> tuple[Tensor, ...]:
+    """The point to differentiate at: each input as a fresh leaf, or (``create_graph``) a view keeping its history."""
+    return tuple(x.view_as(x) if create_graph and x.requires_grad else x.detach().requires_grad_(True)
+                 for x in inputs)
+
+
+def _outputs(func: Callable[..., Any], inputs: tuple[Tensor, ...], fn: str, strict: bool) -> tuple[bool, Any]:
+    is_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn)
+    if strict:
+        for i, out in enumerate(outputs):
+            if not out.requires_grad:
+                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
+                                   "outputs must be computed in a differentiable manner from the input when running "
+                                   "in strict mode.")
+    return is_tuple, outputs
+
+
+def _vector(v: Any, like: tuple[Tensor, ...], fn: str, of: str) -> tuple[Tensor, ...]:
+    """``v`` checked against ``like`` (the outputs for vᵀJ, the inputs for J v); None only for one element."""
+    if v is None:
+        if len(like) != 1 or like[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if the {of} is a single Tensor with a single element.")
+        return (Tensor._make(np.ones(like[0].shape, like[0].dtype)),)
+    _, vs = _as_tuple(v, "v", fn)
+    if len(vs) != len(like):
+        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+    for x, ref in zip(vs, like):
+        if x.shape != ref.shape:
+            raise RuntimeError(f"v has invalid size: should be {ref.size()} but got {x.size()}.")
+    return vs
+
+
+def _weighted_grads(outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], weights: tuple[Tensor, ...],
+                    create_graph: bool, strict: bool, what: str) -> tuple[Tensor, ...]:
+    """``Σ_i weights_i ⋅ d outputs_i / d inputs``, one per input: zeros where there is no dependence (unless strict)."""
+    terms = [(out * w).sum() for out, w in zip(outputs, weights) if out.requires_grad]
+    grads: tuple[Tensor | None, ...] = (None,) * len(inputs)
+    if terms:
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        grads = grad(total, inputs, create_graph=create_graph, retain_graph=True, allow_unused=True)
+    result = []
+    for i, (g, x) in enumerate(zip(grads, inputs)):
+        if g is None:
+            if strict:
+                raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is "
+                                   "not allowed in strict mode.")
+            g = Tensor._make(np.zeros(x.shape, x.dtype))
+        result.append(g)
+    return tuple(result)
+
+
+def _returned(values: tuple[Tensor, ...], is_tuple: bool, create_graph: bool) -> Any:
+    values = values if create_graph else tuple(v.detach() for v in values)
+    return values if is_tuple else values[0]
+
+
+def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), vᵀ J)``: the vector-Jacobian product at ``inputs``; ``v`` shaped as the outputs."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
+    with enable_grad():
+        inputs = _prepared(inputs, create_graph)
+        out_tuple, outputs = _outputs(func, inputs, "vjp", strict)
+        vs = _vector(v, outputs, "vjp", "user-provided function returns")
+        result = _weighted_grads(outputs, inputs, vs, create_graph, strict, "output")
+    return _returned(outputs, out_tuple, create_graph), _returned(result, is_tuple, create_graph)
+
+
+def _jvp_of(outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], vs: tuple[Tensor, ...], create_graph: bool,
+            strict: bool) -> tuple[Tensor, ...]:
+    """``J v`` by the double-backward trick: ``g(u) = uᵀ J`` is linear in ``u``, its derivative along ``v`` ``J v``."""
+    us = tuple(Tensor._make(np.zeros(out.shape, out.dtype)).requires_grad_(True) for out in outputs)
+    g = _weighted_grads(outputs, inputs, us, True, strict, "output")
+    return _weighted_grads(g, us, vs, create_graph, strict, "gradient")
+
+
+def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), J v)``: the Jacobian-vector product at ``inputs``; ``v`` shaped as the inputs."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
+    with enable_grad():
+        inputs = _prepared(inputs, create_graph)
+        vs = _vector(v, inputs, "jvp", "input to the user-provided function")
+        out_tuple, outputs = _outputs(func, inputs, "jvp", strict)
+        result = _jvp_of(outputs, inputs, vs, create_graph, strict)
+    return _returned(outputs, out_tuple, create_graph), _returned(result, out_tuple, create_graph)
+
+
+def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+    """``d func / d inputs``: for each output and input, a Tensor of shape ``output.shape + input.shape``.
+
+    Computed row by row, one backward per output element (``vectorize`` and ``strategy`` choose how torch
+    batches that work; the result is the same).
+    """
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise ValueError(f'jacobian: expected strategy to be either "forward-mode" or "reverse-mode", got {strategy!r}')
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                  "implemented for `vectorize=True`.")
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    with enable_grad():
+        inputs = _prepared(inputs, create_graph)
+        out_tuple, outputs = _outputs(func, inputs, "jacobian", strict)
+        rows: list[tuple[Tensor, ...]] = []
+        for out in outputs:
+            per_element = []
+            for k in range(out.numel()):
+                pick = np.zeros(out.numel(), out.dtype)
+                pick[k] = 1
+                pick_t = Tensor._make(pick.reshape(out.shape))
+                per_element.append(_weighted_grads((out,), inputs, (pick_t,), create_graph, strict, "output"))
+            rows.append(tuple(
+                (stack([g[j] for g in per_element]) if per_element else Tensor._make(np.zeros((0,) + x.shape, x.dtype)))
+                .reshape(out.shape + x.shape)
+                for j, x in enumerate(inputs)))
+    result = tuple(_returned(row, is_tuple, create_graph) for row in rows)
+    return result if out_tuple else result[0]
+
+
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode") -> Any:
+    """``d² func / d inputs²`` of a function returning one element: the Jacobian of its gradient.
+
+    For a tuple of inputs, ``result[i][j]`` has shape ``inputs[i].shape + inputs[j].shape``.
+    """
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
+
+    def gradient(*point: Tensor) -> Any:
+        return jacobian(lambda *x: _one_element(func(*x), "hessian"), point if is_tuple else point[0],
+                        create_graph=True, strict=strict)
+
+    return jacobian(gradient, inputs if is_tuple else inputs[0], create_graph=create_graph, strict=strict,
+                    vectorize=vectorize, strategy=outer_jacobian_strategy)
+
+
+def _one_element(out: Any, fn: str) -> Tensor:
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, Tensor):
+        raise RuntimeError(f"The function given to {fn} should return a single Tensor")
+    if out.numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
+    return out
+
+
+def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), vᵀ H)``, ``H`` the Hessian of a function returning one element; ``v`` shaped as the inputs."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
+    with enable_grad():
+        inputs = _prepared(inputs, create_graph)
+        out = _one_element(func(*inputs), "vhp")
+        vs = _vector(v, inputs, "vhp", "input to the user-provided function")
+        jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+        result = _weighted_grads(jac, inputs, vs, create_graph, strict, "jacobian")
+    return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)
+
+
+def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """``(func(inputs), H v)``, as torch: the derivative of the gradient along ``v`` (double backward)."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+    with enable_grad():
+        inputs = _prepared(inputs, create_graph)
+        out = _one_element(func(*inputs), "hvp")
+        vs = _vector(v, inputs, "hvp", "input to the user-provided function")
+        jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+        result = _jvp_of(jac, inputs, vs, create_graph, strict)
+    return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)

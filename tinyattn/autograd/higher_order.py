@@ -1,0 +1,104 @@
+"""Gradients that are themselves differentiable: the backward pass recorded as ops (``create_graph=True``).
+
+A gradient is a computation like any other. With ``create_graph=True`` the engine calls
+``backward_graph(node, dout)`` where it would call ``node.backward(dout)``: the same
+backward formulas run, but on Tensors, so every step of them is recorded in a new graph
+that ``backward``/``grad`` can walk again (a second derivative; a third, by repetition).
+
+There is one backward formula per op, and it serves both orders. Written with operations that
+arrays and Tensors share (``*``, ``@``, ``.sum(axis=...)``, ``.reshape``, ``np.exp``, and the
+few helpers ``where``, ``cast``... that pick NumPy or the op), a backward computes on arrays
+in the usual pass and on Tensors here. Three cases:
+
+1. **Linear ops** (``Function.linear``: reshape, transpose, indexing, sums, casts...). Their
+   backward is a linear map of ``dout`` alone, whatever array or index code it uses. It is
+   recorded as one op, ``Transposed``, whose own backward is the op's forward again (the
+   transpose of a transpose), so it never needs to run on Tensors.
+2. **Fused ops with a composed twin** (``Function.composed``: FlashAttention). Their backward
+   is blocked, in-place array code; its derivative is taken through the same function
+   written in plain ops (``softmax(Q Kᵀ · scale + M) V``), recomputed here.
+3. **Every other op**: its backward runs with Tensors in place of what forward saved, each
+   saved input array replaced by that input (its history and all), a saved output by the
+   output, and other saved arrays (masks, indices) kept as constants.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from .function import Context, Function, Node
+from .grad_mode import enable_grad
+from .tensor import Tensor
+
+
+class Transposed(Function):
+    """The backward of a linear op ``op``, as an op: ``out = op.backward(dout)``;  ``d(dout) = op.forward(d out)``.
+
+    A linear map's derivative is the map itself, so the gradient of its transpose (``op``'s
+    backward) is ``op``'s forward, applied to the incoming gradient. ``Transposed`` is linear
+    too: its own backward is recorded as another ``Transposed`` (third derivatives).
+    """
+
+    formula = "{out} = backward of a linear op, applied to {0}"
+    grad_formulas = ("d{0} = the linear op's forward, applied to d{out}",)
+    linear = True
+
+    @staticmethod
+    def forward(ctx: Context, grad_output: np.ndarray, *, op: type[Function], op_ctx: Context) -> np.ndarray:
+        """``op``'s backward, on the context of its forward."""
+        grads = op.backward(op_ctx, grad_output)
+        return grads[0] if isinstance(grads, tuple) else grads
+
+    @staticmethod
+    def backward(ctx: Context, grad: np.ndarray) -> np.ndarray:
+        """``op``'s forward, with its forward's options, on the gradient (a fresh context: nothing saved)."""
+        op, op_ctx = ctx.kwargs["op"], ctx.kwargs["op_ctx"]
+        scratch = Context()
+        scratch.needs_input_grad = (False,)
+        return np.asarray(op.forward(scratch, grad, **op_ctx.kwargs))
+
+
+def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
+    """``node.backward(grad_output)`` recorded as ops: one Tensor (with a graph) or None per input."""
+    node.check_saved()
+    fn, ctx = node.fn, node.ctx
+    with enable_grad():
+        if fn.linear:
+            grads: Any = Transposed.apply(grad_output, op=fn, op_ctx=ctx)
+        elif fn.composed is not None:
+            grads = _through_composed(node, grad_output)
+        else:
+            grads = fn.backward(_on_tensors(node), grad_output)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    return node._checked(tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads))
+
+
+def _on_tensors(node: Node) -> Any:
+    """A copy of the node's context whose saved arrays are Tensors: each input's array that input, the output the
+    output (a Tensor whose grad_fn is this node), anything else a constant."""
+    ctx: Any = copy.copy(node.ctx)
+    saved = list(ctx.saved_tensors)
+    for tensor in node.saved_inputs:  # (every place forward saved the input's array: x * x saves it twice)
+        saved = [tensor if s is tensor.array else s for s in saved]
+    saved = [Tensor._from_op(np.asarray(s), node) if id(s) == node.output_id else s for s in saved]
+    ctx.saved_tensors = tuple(saved)
+    return ctx
+
+
+def _through_composed(node: Node, grad_output: Tensor) -> tuple[Tensor | None, ...]:
+    """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated."""
+    from .engine import grad  # (engine.py imports this file: the engine is looked up when a fused op needs it)
+
+    inputs = node.inputs
+    wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    with enable_grad():
+        out = node.fn.composed(*inputs, **node.ctx.kwargs)  # type: ignore[union-attr]
+        grads = grad(out, [inputs[i] for i in wanted], grad_output, create_graph=True, allow_unused=True)
+    result: list[Tensor | None] = [None] * len(inputs)
+    for i, g in zip(wanted, grads):
+        result[i] = g if g is not None else Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
+    return tuple(result)
