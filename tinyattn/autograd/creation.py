@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import function
+from . import dtypes
 from .devices import check_device
 from .dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401  (re-exported)
 from .tensor import ArrayLike, Tensor
@@ -173,7 +173,7 @@ def _scalar_dtype(value: Any) -> np.dtype:
         return np.dtype(np.bool_)
     if isinstance(value, (int, np.integer)):
         return np.dtype(np.int64)
-    return function.DEFAULT_FLOAT
+    return dtypes.DEFAULT_FLOAT
 
 
 def full(
@@ -204,7 +204,7 @@ def arange(
         raise ValueError(f"arange: end {end} cannot be reached from start {start} with step {step}")
     if dtype is None:
         all_ints = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if all_ints else function.DEFAULT_FLOAT
+        dtype = np.int64 if all_ints else dtypes.DEFAULT_FLOAT
     return _new("arange", np.arange(start, end, step).astype(as_dtype(dtype)), device, requires_grad)
 
 
@@ -266,7 +266,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     if np.any(np.asarray(s) < 0):
         raise RuntimeError("normal: std must be >= 0")
     shape = _size("normal", (size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    dtype = next((v.dtype for v in (mean, std) if isinstance(v, Tensor)), function.DEFAULT_FLOAT)
+    dtype = next((v.dtype for v in (mean, std) if isinstance(v, Tensor)), dtypes.DEFAULT_FLOAT)
     if dtype.kind != "f":
         raise TypeError(f"normal: expected floating-point mean and std, got {dtype}")
     return Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))

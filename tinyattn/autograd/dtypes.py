@@ -13,7 +13,50 @@ from typing import Any
 
 import numpy as np
 
-from . import function
+DEFAULT_FLOAT = np.dtype(np.float32)  # torch's default dtype: what int with float, or a float scalar alone, gives
+
+
+def _category(dtype: np.dtype) -> int:
+    return {"b": 0, "i": 1, "u": 1, "f": 2}[dtype.kind]
+
+
+def result_type(*operands: Any) -> np.dtype:
+    """torch's type promotion: the dtype an op on ``operands`` computes in.
+
+    The highest category (bool < integer < floating) among all operands wins. Within
+    it, the dtype comes from the first of these groups that holds an operand of that
+    category: arrays with dimensions (promoted among themselves, float32 with float64
+    gives float64), then 0-d arrays, then Python and NumPy scalars, which give the
+    default dtype of their category (``bool``, ``int64``, ``float32``). So a scalar never
+    promotes a float32 tensor (``x / np.sqrt(d_k)`` stays float32), and an int tensor with
+    a float scalar gives float32, as in torch.
+    """
+    tiers: list[list[np.dtype]] = [[], [], []]  # with dims, 0-d, scalars
+    for x in operands:
+        if isinstance(x, np.ndarray):
+            tiers[0 if x.ndim else 1].append(x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            tiers[2].append(np.dtype(np.bool_))
+        elif isinstance(x, (int, np.integer)):
+            tiers[2].append(np.dtype(np.int64))
+        elif isinstance(x, (float, np.floating)):
+            tiers[2].append(DEFAULT_FLOAT)
+        else:
+            raise TypeError(f"unsupported operand of type {type(x).__name__}")
+    highest = max(_category(d) for tier in tiers for d in tier)
+    for tier in tiers:
+        same = [d for d in tier if _category(d) == highest]
+        if same:
+            return np.result_type(*same)
+    raise ValueError("result_type: no operands")
+
+
+def promote(dtype: np.dtype, x: Any) -> Any:
+    """``x`` as ``dtype``: an array cast (no copy if it already is), a scalar made a NumPy scalar."""
+    if isinstance(x, np.ndarray):
+        return x.astype(dtype, copy=False)
+    return dtype.type(x)
+
 
 float32 = np.float32
 float64 = np.float64
@@ -60,7 +103,7 @@ complex128 = UnsupportedDtype("complex128", "tinyattn has no complex tensors")
 def as_dtype(dtype: Any) -> np.dtype:
     """``dtype`` (a name above, a NumPy dtype, or None for the default float) as a ``np.dtype``."""
     if dtype is None:
-        return function.DEFAULT_FLOAT
+        return DEFAULT_FLOAT
     if isinstance(dtype, UnsupportedDtype):  # (NumPy 2.0 hides the reason its .dtype gives; say it here)
         raise TypeError(f"dtype {dtype.name} is not supported: {dtype.why}")
     try:
@@ -74,7 +117,7 @@ def as_dtype(dtype: Any) -> np.dtype:
 
 def get_default_dtype() -> np.dtype:
     """The dtype Python floats become (float32 unless ``set_default_dtype`` changed it), as torch."""
-    return function.DEFAULT_FLOAT
+    return DEFAULT_FLOAT
 
 
 def set_default_dtype(d: Any) -> None:
@@ -82,7 +125,8 @@ def set_default_dtype(d: Any) -> None:
     dtype = as_dtype(d)
     if dtype.kind != "f":
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {dtype}")
-    function.DEFAULT_FLOAT = dtype
+    global DEFAULT_FLOAT
+    DEFAULT_FLOAT = dtype
 
 
 def finfo(type: Any = None) -> np.finfo:

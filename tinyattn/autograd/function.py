@@ -322,51 +322,6 @@ def cast(x: Any, dtype: Any) -> Any:
     return x.to(dtype) if isinstance(x, Tensor) else x.astype(dtype, copy=False)
 
 
-DEFAULT_FLOAT = np.dtype(np.float32)  # torch's default dtype: what int with float, or a float scalar alone, gives
-
-
-def _category(dtype: np.dtype) -> int:
-    return {"b": 0, "i": 1, "u": 1, "f": 2}[dtype.kind]
-
-
-def result_type(*operands: Any) -> np.dtype:
-    """torch's type promotion: the dtype an op on ``operands`` computes in.
-
-    The highest category (bool < integer < floating) among all operands wins. Within
-    it, the dtype comes from the first of these groups that holds an operand of that
-    category: arrays with dimensions (promoted among themselves, float32 with float64
-    gives float64), then 0-d arrays, then Python and NumPy scalars, which give the
-    default dtype of their category (``bool``, ``int64``, ``float32``). So a scalar never
-    promotes a float32 tensor (``x / np.sqrt(d_k)`` stays float32), and an int tensor with
-    a float scalar gives float32, as in torch.
-    """
-    tiers: list[list[np.dtype]] = [[], [], []]  # with dims, 0-d, scalars
-    for x in operands:
-        if isinstance(x, np.ndarray):
-            tiers[0 if x.ndim else 1].append(x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
-            tiers[2].append(np.dtype(np.bool_))
-        elif isinstance(x, (int, np.integer)):
-            tiers[2].append(np.dtype(np.int64))
-        elif isinstance(x, (float, np.floating)):
-            tiers[2].append(DEFAULT_FLOAT)
-        else:
-            raise TypeError(f"unsupported operand of type {type(x).__name__}")
-    highest = max(_category(d) for tier in tiers for d in tier)
-    for tier in tiers:
-        same = [d for d in tier if _category(d) == highest]
-        if same:
-            return np.result_type(*same)
-    raise ValueError("result_type: no operands")
-
-
-def promote(dtype: np.dtype, x: Any) -> Any:
-    """``x`` as ``dtype``: an array cast (no copy if it already is), a scalar made a NumPy scalar."""
-    if isinstance(x, np.ndarray):
-        return x.astype(dtype, copy=False)
-    return dtype.type(x)
-
-
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     """NumPy's broadcast rule, with an error that names the op and the shapes."""
     try:

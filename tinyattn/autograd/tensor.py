@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from . import function, printing  # function.DEFAULT_FLOAT: read at each call (set_default_dtype)
+from . import dtypes, printing  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
 from .function import LeafNode, Node, normalize_dim
 from .grad_mode import is_grad_enabled
 from .ops.elementwise import (
@@ -77,7 +77,7 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
         )
     if dtype is None and not from_numpy:
         if arr.dtype.kind == "f":
-            arr = arr.astype(function.DEFAULT_FLOAT)
+            arr = arr.astype(dtypes.DEFAULT_FLOAT)
         elif arr.dtype.kind in "iu":
             arr = arr.astype(np.int64)
     return arr

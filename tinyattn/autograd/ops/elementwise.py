@@ -11,17 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import function  # function.DEFAULT_FLOAT: the default float dtype, read at each call (set_default_dtype)
-from ..function import (
-    Context,
-    Function,
-    broadcast_shapes,
-    broadcasts_to,
-    on_tensors,
-    promote,
-    result_type,
-    unbroadcast,
-)
+from .. import dtypes  # dtypes.DEFAULT_FLOAT: the default float dtype, read at each call (set_default_dtype)
+from ..dtypes import promote, result_type
+from ..function import Context, Function, broadcast_shapes, broadcasts_to, on_tensors, unbroadcast
 
 
 def _meta(x: Any) -> tuple[tuple[int, ...], Any]:
@@ -40,7 +32,7 @@ def _operands(ctx: Context, op: str, a: Any, b: Any, floating: bool = False) -> 
         broadcast_shapes(op, ctx.a_meta[0], ctx.b_meta[0])  # raises naming both shapes
     dtype = result_type(a, b)
     if floating and dtype.kind != "f":
-        dtype = function.DEFAULT_FLOAT
+        dtype = dtypes.DEFAULT_FLOAT
     return promote(dtype, a), promote(dtype, b)
 
 
@@ -53,7 +45,7 @@ def where(cond: Any, a: Any, b: Any) -> Any:
 
 def _floating(x: np.ndarray) -> np.ndarray:
     """An integer or bool input of ``exp``, ``log``... computes in the default float (float32), as in torch."""
-    return x if x.dtype.kind == "f" else x.astype(function.DEFAULT_FLOAT)
+    return x if x.dtype.kind == "f" else x.astype(dtypes.DEFAULT_FLOAT)
 
 
 class Add(Function):

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..dtypes import promote, result_type
 from ..function import (
     Context,
     Function,
@@ -20,8 +21,6 @@ from ..function import (
     cast,
     normalize_dim,
     on_tensors,
-    promote,
-    result_type,
     unbroadcast,
 )
 
