@@ -167,7 +167,6 @@ class Node:
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
         saved = saved_sources(ctx.saved_tensors, inputs) if ctx.saved_tensors else NOTHING_SAVED
         self.saved_versions, self.saved_inputs = saved
-        self.inputs = inputs if fn.composed is not None else ()  # (a fused op's are its composed twin's)
 
     @property
     def name(self) -> str:
@@ -176,7 +175,8 @@ class Node:
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Call the op's backward; return one gradient per edge: the op's own tuple if each fits its input."""
-        self.check_saved()
+        if self.saved_versions:
+            self.check_saved()
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         if not isinstance(grads, tuple):
             grads = (grads,)  # a one-input op may return its gradient bare
@@ -314,7 +314,10 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
 
 def on_tensors(*xs: Any) -> bool:
     """True when a backward computes on Tensors: it is being recorded as ops (``create_graph``, higher_order.py)."""
-    return any(isinstance(x, Tensor) for x in xs)
+    for x in xs:
+        if isinstance(x, Tensor):
+            return True
+    return False
 
 
 def cast(x: Any, dtype: Any) -> Any:

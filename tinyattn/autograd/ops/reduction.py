@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -12,11 +12,14 @@ from ..function import Context, Function, normalize_dims, on_tensors
 from .elementwise import where
 
 
-def _expand_back(grad: Any, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> Any:
-    """Re-insert the reduced dims of ``grad`` (if dropped) and broadcast it to ``shape`` (an array or a Tensor)."""
+def _expand_back(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:
+    """Re-insert the reduced dims of ``grad`` (if dropped) and broadcast it to ``shape``.
+
+    (Sum and Mean are linear: their backward only ever sees arrays, see higher_order.py's Transposed.)
+    """
     if not keepdim:
-        grad = grad.reshape(tuple(1 if d in dims else n for d, n in enumerate(shape)))
-    return grad.expand(shape) if on_tensors(grad) else np.broadcast_to(grad, shape)
+        grad = np.expand_dims(grad, dims)
+    return np.broadcast_to(grad, shape)
 
 
 class Sum(Function):
@@ -123,9 +126,9 @@ class Var(Function):
     ) -> np.ndarray:
         dims = normalize_dims("var", dim, x.ndim)
         count = math.prod(x.shape[d] for d in dims)
-        centered = x - np.mean(x, axis=dims, keepdims=True)
-        ctx.dims, ctx.keepdim, ctx.denom = dims, keepdim, max(count - correction, 0)
-        ctx.kept_shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+        mean = np.mean(x, axis=dims, keepdims=True)
+        centered = x - mean
+        ctx.dims, ctx.keepdim, ctx.denom, ctx.kept_shape = dims, keepdim, max(count - correction, 0), mean.shape
         ctx.save_for_backward(centered, x)
         if ctx.denom == 0:  # as torch: a warning, and nan (0 / 0) in the value and the gradient
             # (no stacklevel: how many frames lie between the user and this op depends on var/std/apply)
@@ -153,7 +156,9 @@ class Norm(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("norm", dim, x.ndim)
         ctx.keepdim = keepdim
-        out = np.sqrt(np.sum(x * x, axis=ctx.dims, keepdims=keepdim))
+        total = np.sum(x * x, axis=ctx.dims, keepdims=True)
+        ctx.kept_shape = total.shape
+        out = np.sqrt(total if keepdim else np.squeeze(total, axis=ctx.dims))
         ctx.save_for_backward(x, out)
         return out
 
@@ -162,4 +167,4 @@ class Norm(Function):
         x, out = ctx.saved_tensors
         nonzero = out != 0
         scale = where(nonzero, grad_output / where(nonzero, out, 1.0), 0.0)  # (0 where the norm is 0, never 0/0)
-        return (x * _expand_back(scale, ctx.dims, ctx.keepdim, x.shape),)
+        return (x * scale.reshape(ctx.kept_shape),)  # (scale, one per reduced row, broadcast along the row)
