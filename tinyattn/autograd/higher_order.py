@@ -93,7 +93,7 @@ def _through_composed(node: Node, grad_output: Tensor) -> tuple[Tensor | None, .
     """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated."""
     from .engine import grad  # (engine.py imports this file: the engine is looked up when a fused op needs it)
 
-    inputs = node.inputs
+    inputs: tuple[Any, ...] = node.inputs
     wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     with enable_grad():
         out = node.fn.composed(*inputs, **node.ctx.kwargs)  # type: ignore[union-attr]
