@@ -193,15 +193,23 @@ def _one_element(out: Any, fn: str) -> Tensor:
     return out
 
 
+def _gradient_at(func: Callable[..., Any], inputs: tuple[Tensor, ...], v: Any, fn: str,
+                 strict: bool) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor, ...]]:
+    """What ``vhp`` and ``hvp`` start from (in grad mode): ``func``'s one element, ``v`` checked, and the gradient
+    with a graph of its own."""
+    out = _one_element(func(*inputs), fn)
+    vs = _vector(v, inputs, fn, "input to the user-provided function")
+    jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+    return out, vs, jac
+
+
 def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple[Any, Any]:
     """``(func(inputs), vᵀ H)``, ``H`` the Hessian of a function returning one element; ``v`` shaped as the inputs."""
     is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        out = _one_element(func(*inputs), "vhp")
-        vs = _vector(v, inputs, "vhp", "input to the user-provided function")
-        jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+        out, vs, jac = _gradient_at(func, inputs, v, "vhp", strict)
         result = _weighted_grads(jac, inputs, vs, create_graph, strict, "jacobian")
     return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)
 
@@ -212,8 +220,6 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        out = _one_element(func(*inputs), "hvp")
-        vs = _vector(v, inputs, "hvp", "input to the user-provided function")
-        jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+        out, vs, jac = _gradient_at(func, inputs, v, "hvp", strict)
         result = _jvp_of(jac, inputs, vs, create_graph, strict)
     return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)
