@@ -75,6 +75,18 @@ from .engine import backward, grad
 from .function import Context, Function, LeafNode, Node, unbroadcast
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .legacy import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    Variable,
+)
 
 from . import functional  # noqa: F401, E402  # isort: skip  (torch.autograd.functional: vjp, jvp, hessian...)
 from .namespace import *  # noqa: F403  (torch.exp(x) and the rest: see namespace.__all__)
@@ -91,4 +103,6 @@ __all__ = [
     "ones_like", "pi", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "seed",
     "set_default_device", "set_default_dtype", "set_grad_enabled", "short", "split", "stack", "tensor", "uint8",
     "unbroadcast", "where", "zeros", "zeros_like", "Size", "set_printoptions", *_namespace_all,
+    "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
+    "ShortTensor", "Variable",
 ]

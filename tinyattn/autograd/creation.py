@@ -18,7 +18,7 @@ import numpy as np
 from . import dtypes
 from .devices import check_device
 from .dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401  (re-exported)
-from .tensor import ArrayLike, Tensor
+from .tensor import ArrayLike, Tensor, to_array
 
 _generator = np.random.default_rng()
 _initial_seed: int | None = None
@@ -126,7 +126,9 @@ def tensor(
 ) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python floats become the default float dtype, ints int64)."""
     check_device("tensor", device)
-    return Tensor(data, dtype=None if dtype is None else as_dtype(dtype), requires_grad=requires_grad)
+    t = Tensor._make(to_array(data, None if dtype is None else as_dtype(dtype)))
+    t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
+    return t
 
 
 def as_tensor(data: ArrayLike, *, dtype: Any = None, device: Any = None) -> Tensor:

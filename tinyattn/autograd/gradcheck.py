@@ -131,7 +131,7 @@ def gradgradcheck(
         raise ValueError("gradgradcheck: no input requires grad")
     if grad_outputs is None:
         rng = np.random.default_rng(seed + 1)  # (not gradcheck's own R for the outer check)
-        grad_outputs = [Tensor(rng.standard_normal(o.shape), dtype=o.dtype, requires_grad=True)
+        grad_outputs = [Tensor._make(rng.standard_normal(o.shape).astype(o.dtype), requires_grad=True)
                         for o in _outputs(func(*inputs))]
     weights = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
 

@@ -83,6 +83,26 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
     return arr
 
 
+def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.ndarray:
+    """The array of ``Tensor(*args)``, ``FloatTensor(*args)``: sizes give zeros, a sequence its values in ``dtype``."""
+    from .devices import check_device
+
+    check_device(name, device)
+    if not args:
+        return np.zeros((0,), dtype)
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in args):
+        return np.zeros(tuple(int(a) for a in args), dtype)  # (torch leaves them uninitialized)
+    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray, Tensor)):
+        data = args[0]
+        if isinstance(data, Tensor):
+            if data.dtype != np.dtype(dtype):
+                raise TypeError(f"{name}(): expected a tensor of dtype {np.dtype(dtype)}, got one of {data.dtype}")
+            return data.array
+        return to_array(data).astype(dtype, copy=False)
+    got = ", ".join(type(a).__name__ for a in args)
+    raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got ({got})")
+
+
 class Tensor(TensorAPI):
     """An n-dimensional array that can record the ops applied to it.
 
@@ -107,10 +127,14 @@ class Tensor(TensorAPI):
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
     _requires_grad = False
 
-    def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: bool = False) -> None:
-        self.array = to_array(data, dtype)
-        self._requires_grad = False
-        self.requires_grad = requires_grad
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        """torch's legacy constructor: ``Tensor(2, 3)`` (zeros of that shape), ``Tensor(data)`` (in the
+        default float dtype), ``Tensor()`` (empty); ``Tensor(tensor)`` shares the tensor's memory.
+        Code written today makes tensors with ``tinyattn.tensor(data, dtype=..., requires_grad=...)``."""
+        if len(args) == 1 and isinstance(args[0], Tensor) and device is None:
+            self.array = args[0].array
+            return
+        self.array = legacy_array(dtypes.DEFAULT_FLOAT, args, "Tensor", device)
 
     @classmethod
     def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Tensor:

@@ -351,6 +351,7 @@ class TensorAPI:
         """With no argument, the type's name (``"torch.FloatTensor"``, as torch); else ``to(dtype)``."""
         if dtype is None:
             return _TYPE_NAMES.get(np.dtype(self.dtype), f"tinyattn.{self.dtype}")
+        dtype = getattr(dtype, "legacy_dtype", dtype)  # torch.FloatTensor and its kin stand for their dtype
         if isinstance(dtype, str):
             names = {v: k for k, v in _TYPE_NAMES.items()}
             if dtype not in names:

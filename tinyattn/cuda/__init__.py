@@ -36,3 +36,23 @@ def synchronize(device: Any = None) -> None:
 
 def empty_cache() -> None:
     """Nothing to free (no CUDA device)."""
+
+
+class _CudaTensorType(type):
+    """``torch.cuda.FloatTensor`` and its kin: the name exists (code picks it when CUDA is there), no tensor is one."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return False
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available: tinyattn computes on the CPU only "
+                        f"(use torch.{cls.__name__}, or choose the type with torch.cuda.is_available())")
+
+
+FloatTensor = _CudaTensorType("FloatTensor", (), {})
+DoubleTensor = _CudaTensorType("DoubleTensor", (), {})
+HalfTensor = _CudaTensorType("HalfTensor", (), {})
+LongTensor = _CudaTensorType("LongTensor", (), {})
+IntTensor = _CudaTensorType("IntTensor", (), {})
+ByteTensor = _CudaTensorType("ByteTensor", (), {})
+BoolTensor = _CudaTensorType("BoolTensor", (), {})

@@ -92,7 +92,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: None 
     _legacy("nll_loss", size_average, reduce)
     logp = _class_axis_last("nll_loss", input)  # (..., C)
     t, valid = _class_targets("nll_loss", input, target, ignore_index)
-    picked = logp.gather(-1, Tensor(t[..., None])).squeeze(-1)  # log p of each target, (...)
+    picked = logp.gather(-1, Tensor._make(t[..., None])).squeeze(-1)  # log p of each target, (...)
     w = _class_weight("nll_loss", weight, logp.shape[-1], input.dtype)
     w_of_target = (w.array[t] if w is not None else np.ones(t.shape, input.dtype)) * valid  # 0 where ignored
     losses = -where(valid, picked, 0.0) * w_of_target.astype(input.dtype)  # an ignored -inf counts 0

@@ -12,9 +12,11 @@ from ..autograd import Tensor
 class Parameter(Tensor):
     """A leaf tensor that requires grad; assigning one to a Module attribute registers it."""
 
-    def __init__(self, data: Any, requires_grad: bool = True) -> None:
-        array = data.array if isinstance(data, Tensor) else np.asarray(data)
-        super().__init__(array, dtype=array.dtype, requires_grad=requires_grad)
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = np.zeros((0,), np.float32)  # (torch: an empty parameter)
+        self.array = data.array if isinstance(data, Tensor) else np.asarray(data)  # (shares a tensor's memory)
+        self.requires_grad = requires_grad
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

@@ -200,4 +200,4 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
         """The ``(sz, sz)`` causal mask to add to the scores: ``-inf`` above the diagonal, 0 on and below it."""
         dtype = float_dtype(dtype, device)
-        return Tensor(np.triu(np.full((sz, sz), -np.inf, dtype=dtype), k=1), dtype=dtype)
+        return Tensor._make(np.triu(np.full((sz, sz), -np.inf, dtype=dtype), k=1))

@@ -109,7 +109,8 @@ class Optimizer:
             groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(i, i + n))})
             i += n
         state = {
-            index: {key: Tensor(np.float32(value)) if key == "step" else None if value is None else Tensor(value.copy())
+            index: {key: Tensor._make(np.array(value, np.float32)) if key == "step" else None if value is None
+                    else Tensor._make(value.copy())
                     for key, value in buffers.items()}
             for index, buffers in self.state.items()
         }
