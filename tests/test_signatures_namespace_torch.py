@@ -20,6 +20,7 @@ import pytest
 import tinyattn as ta
 from tinyattn.autograd import creation, namespace
 from tinyattn.autograd.tensor_api import TensorAPI
+from tinyattn.autograd.tensor_math import TensorMath
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -33,7 +34,7 @@ FUNCTIONS = sorted(set(namespace.__all__) | {
 })
 # ``to`` has no one signature in torch, only overloads of ``*args``; ``uniform_(from, to)`` cannot be written in
 # Python (``from`` is a keyword) and takes ``*bounds``: test_namespace.py and test_in_place.py check each form
-METHODS = sorted(name for name, value in vars(TensorAPI).items()
+METHODS = sorted(name for name, value in {**vars(TensorAPI), **vars(TensorMath)}.items()
                  if callable(value) and not name.startswith("_") and name not in ("to", "uniform_")
                  and name.isascii())  # (mutation testing adds its own names to the class)
 
@@ -56,6 +57,7 @@ DIFFERENT_DEFAULT = {
     ("clone", "memory_format"): "no memory formats here (no strides): None",
     ("Tensor.clone", "memory_format"): "no memory formats here (no strides): None",
     ("Tensor.contiguous", "memory_format"): "no memory formats here (no strides): None",
+    ("Tensor.is_contiguous", "memory_format"): "no memory formats here (no strides): None",
 }
 
 
@@ -153,6 +155,8 @@ def test_function_takes_torchs_arguments(name):
     if not overloads:  # undocumented at torch.X: the method's, after `input`
         method_doc = getattr(torch.Tensor, name).__doc__
         overloads = [[("input", None, False), *o] for o in documented_signatures(name, method_doc)]
+    if name == "unique":  # a Python wrapper taking (*args, **kwargs): its documented line is its signature
+        overloads = documented_signatures(name, theirs.__doc__)
     if name == "norm":  # a Python function: its signature is its documentation
         overloads = [[("input", None, False), ("p", "'fro'", False), ("dim", "None", False),
                       ("keepdim", "False", False), ("out", "None", False), ("dtype", "None", False)]]
@@ -169,7 +173,7 @@ def test_tensor_method_takes_torchs_arguments(name):
                        p.kind == p.KEYWORD_ONLY) for n, p in list(inspect.signature(theirs).parameters.items())[1:]]]
     except (ValueError, TypeError):
         overloads = documented_signatures(name, theirs.__doc__)
-    if overloads == [[]] and hasattr(torch, name):  # "logical_and() -> Tensor, see torch.logical_and()"
+    if overloads in ([[]], []) and hasattr(torch, name):  # "logical_and() -> Tensor, see torch.logical_and()"
         overloads = [o[1:] for o in documented_signatures(name, getattr(torch, name).__doc__)] or overloads
     check(f"Tensor.{name}", getattr(ta.Tensor, name), overloads)
 

@@ -333,9 +333,14 @@ def test_a_list_for_input_is_refused_naming_the_function_as_torch(name):
             "topk": ([1.0], 1), "repeat_interleave": ([1.0], 2), "reshape": ([1.0], (1,)),
             "transpose": ([[1.0]], 0, 1), "permute": ([1.0], (0,)),
             "movedim": ([1.0], 0, 0), "unsqueeze": ([1.0], 0), "flip": ([1.0], (0,)),
-            "softmax": ([1.0], 0), "log_softmax": ([1.0], 0), "narrow": ([1.0], 0, 0, 1)}.get(name)
+            "softmax": ([1.0], 0), "log_softmax": ([1.0], 0), "narrow": ([1.0], 0, 0, 1),
+            "matrix_power": ([[1.0]], 2), "cumsum": ([1.0], 0), "index_select": ([1.0], 0, ta.tensor([0])),
+            "index_fill": ([1.0], 0, ta.tensor([0]), 0.0), "scatter": ([1.0], 0, ta.tensor([0]), ta.ones(1)),
+            "swapdims": ([[1.0]], 0, 1), "broadcast_to": ([1.0], (1,))}.get(name)
     binary = {"allclose", "isclose", "equal", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm",
-              "dot", "outer", "eq", "ne", "remainder", "floor_divide", "masked_select"}
+              "dot", "outer", "eq", "ne", "remainder", "floor_divide", "masked_select", "true_divide", "multiply",
+              "subtract", "divide", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",
+              "not_equal", "maximum", "minimum", "mv", "bitwise_and", "bitwise_or", "bitwise_xor"}
     if args is None:
         args = ([1.0], ta.ones(1)) if name in binary else ([1.0],)
     message = rf"^{name}\(\): argument 'input' \(position 1\) must be Tensor, not list"

@@ -29,7 +29,7 @@ class LegacyTensorType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor) and obj.dtype == cls.dtype
 
-    def __call__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[override]
+    def __call__(cls, *args: Any, device: Any = None) -> Tensor:
         """``FloatTensor(2, 3)`` (zeros of that shape) or ``FloatTensor(data)``."""
         return Tensor._make(legacy_array(cls.dtype, args, cls.__name__, device))
 
@@ -56,7 +56,7 @@ class _VariableType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, Tensor)
 
-    def __call__(cls, data: Any, requires_grad: bool = False, volatile: Any = None) -> Tensor:  # type: ignore[override]
+    def __call__(cls, data: Any, requires_grad: bool = False, volatile: Any = None) -> Tensor:
         """A new leaf sharing ``data``'s memory, with ``requires_grad`` set."""
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

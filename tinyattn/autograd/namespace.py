@@ -22,6 +22,10 @@ __all__ = [
     "reshape", "sigmoid", "sin", "softmax", "sort", "sqrt", "square", "squeeze", "std", "sub", "sum", "t",
     "tanh", "topk", "transpose", "tril", "triu", "unbind", "unsqueeze", "var",
     "bincount", "eq", "floor_divide", "masked_select", "narrow", "ne", "nonzero", "remainder", "rsqrt",
+    "all", "any", "argwhere", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_to", "ceil",
+    "cumsum", "diag", "divide", "floor", "ge", "greater", "greater_equal", "gt", "index_fill", "index_select", "le",
+    "less", "less_equal", "lt", "matrix_power", "maximum", "minimum", "multiply", "mv", "not_equal", "prod", "ravel",
+    "reciprocal", "round", "scatter", "sign", "subtract", "swapdims", "true_divide", "trunc", "unique",
 ]
 
 
@@ -435,3 +439,207 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 def bincount(input: Tensor, weights: Any = None, minlength: int = 0) -> Tensor:
     """How often each value occurs in the 1-d integer ``input`` (or the sum of ``weights`` at it)."""
     return _tensor("bincount", input).bincount(weights, minlength)
+
+
+# -- the methods of tensor_math.py, spelled as functions -------------------------------------------------
+
+
+def true_divide(dividend: Tensor, divisor: Any) -> Tensor:
+    """``dividend / divisor``."""
+    return _tensor("true_divide", dividend).true_divide(divisor)
+
+
+def multiply(input: Tensor, other: Any) -> Tensor:
+    """Alias of ``mul``."""
+    return _tensor("multiply", input).mul(other)
+
+
+def subtract(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """Alias of ``sub``."""
+    return _tensor("subtract", input).sub(other, alpha=alpha)
+
+
+def divide(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """Alias of ``div``."""
+    return _tensor("divide", input).div(other, rounding_mode=rounding_mode)
+
+
+def gt(input: Tensor, other: Any) -> Tensor:
+    """``input > other``."""
+    return _tensor("gt", input).gt(other)
+
+
+def ge(input: Tensor, other: Any) -> Tensor:
+    """``input >= other``."""
+    return _tensor("ge", input).ge(other)
+
+
+def lt(input: Tensor, other: Any) -> Tensor:
+    """``input < other``."""
+    return _tensor("lt", input).lt(other)
+
+
+def le(input: Tensor, other: Any) -> Tensor:
+    """``input <= other``."""
+    return _tensor("le", input).le(other)
+
+
+def greater(input: Tensor, other: Any) -> Tensor:
+    """Alias of ``gt``."""
+    return _tensor("greater", input).gt(other)
+
+
+def greater_equal(input: Tensor, other: Any) -> Tensor:
+    """Alias of ``ge``."""
+    return _tensor("greater_equal", input).ge(other)
+
+
+def less(input: Tensor, other: Any) -> Tensor:
+    """Alias of ``lt``."""
+    return _tensor("less", input).lt(other)
+
+
+def less_equal(input: Tensor, other: Any) -> Tensor:
+    """Alias of ``le``."""
+    return _tensor("less_equal", input).le(other)
+
+
+def not_equal(input: Tensor, other: Any) -> Tensor:
+    """``input != other``."""
+    return _tensor("not_equal", input).ne(other)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """The larger of the two, element by element."""
+    return _tensor("maximum", input).maximum(other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """The smaller of the two, element by element."""
+    return _tensor("minimum", input).minimum(other)
+
+
+def floor(input: Tensor) -> Tensor:
+    """Round down."""
+    return _tensor("floor", input).floor()
+
+
+def ceil(input: Tensor) -> Tensor:
+    """Round up to an integer."""
+    return _tensor("ceil", input).ceil()
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """Round half to even."""
+    return _tensor("round", input).round(decimals=decimals)
+
+
+def trunc(input: Tensor) -> Tensor:
+    """Round towards zero."""
+    return _tensor("trunc", input).trunc()
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1."""
+    return _tensor("sign", input).sign()
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / input``."""
+    return _tensor("reciprocal", input).reciprocal()
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix times vector."""
+    return _tensor("mv", input).mv(vec)
+
+
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """``input`` multiplied by itself ``n`` times."""
+    return _tensor("matrix_power", input).matrix_power(n)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running sums along ``dim``."""
+    return _tensor("cumsum", input).cumsum(dim, dtype=dtype)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A vector made a diagonal matrix, or a matrix's diagonal."""
+    return _tensor("diag", input).diag(diagonal)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices at ``index`` along ``dim``."""
+    return _tensor("index_select", input).index_select(dim, index)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """``value`` in the slices at ``index`` along ``dim``."""
+    return _tensor("index_fill", input).index_fill(dim, index, value)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any) -> Tensor:
+    """A copy with ``src`` (a tensor, or a number) written at ``index`` along ``dim``."""
+    return _tensor("scatter", input).scatter(dim, index, src)
+
+
+def ravel(input: Tensor) -> Tensor:
+    """All elements in one dim."""
+    return _tensor("ravel", input).ravel()
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Alias of ``transpose``."""
+    return _tensor("swapdims", input).swapdims(dim0, dim1)
+
+
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """Alias of ``expand``."""
+    return _tensor("broadcast_to", input).broadcast_to(shape)
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None) -> Any:
+    """The distinct values, sorted."""
+    return _tensor("unique", input).unique(sorted, return_inverse, return_counts, dim)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The indices of the nonzero elements."""
+    return _tensor("argwhere", input).argwhere()
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The product of the elements."""
+    return _tensor("prod", input).prod(dim, keepdim, dtype=dtype)
+
+
+def bitwise_xor(input: Tensor, other: Any) -> Tensor:
+    """``input ^ other``."""
+    return _tensor("bitwise_xor", input).bitwise_xor(other)
+
+
+def bitwise_and(input: Tensor, other: Any) -> Tensor:
+    """``input & other``."""
+    return _tensor("bitwise_and", input).bitwise_and(other)
+
+
+def bitwise_or(input: Tensor, other: Any) -> Tensor:
+    """``input | other``."""
+    return _tensor("bitwise_or", input).bitwise_or(other)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """``~input``."""
+    return _tensor("bitwise_not", input).bitwise_not()
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether every element (along ``dim``) is nonzero."""
+    return _tensor("all", input).all(dim, keepdim)
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Whether some element (along ``dim``) is nonzero."""
+    return _tensor("any", input).any(dim, keepdim)

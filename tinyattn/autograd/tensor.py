@@ -44,6 +44,7 @@ from .ops.reduction import Amax, Mean, Sum, TakeAlong, Var
 from .ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
 from .ops.softmax import LogSoftmax, Softmax
 from .tensor_api import TensorAPI
+from .tensor_math import TensorMath
 
 Scalar = int | float
 ArrayLike = Any
@@ -103,7 +104,7 @@ def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.n
     raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got ({got})")
 
 
-class Tensor(TensorAPI):
+class Tensor(TensorAPI, TensorMath):
     """An n-dimensional array that can record the ops applied to it.
 
     Attributes:

@@ -286,7 +286,7 @@ class Triangle(Function):
         return (np.where(keep, grad_output, np.zeros((), dtype=grad_output.dtype)),)
 
 
-def _gather_index(op: str, shape: tuple[int, ...], dim: int, index: np.ndarray) -> tuple[np.ndarray, ...]:
+def gather_index(op: str, shape: tuple[int, ...], dim: int, index: np.ndarray) -> tuple[np.ndarray, ...]:
     """Full index arrays for ``x[...]`` picking ``x[i0, .., index[i], .., ik]`` at every position ``i`` of ``index``."""
     if index.dtype.kind not in "iu":
         raise RuntimeError(f"{op}: expected an int64 index, got dtype {index.dtype}")
@@ -313,7 +313,7 @@ class Gather(Function):
     def forward(ctx: Context, x: np.ndarray, *, dim: int, index: np.ndarray) -> np.ndarray:
         if x.ndim == 0:
             raise RuntimeError("gather: expects a tensor with at least one dim, got a 0-d tensor")
-        ctx.where = _gather_index("gather", x.shape, normalize_dim("gather", dim, x.ndim), np.asarray(index))
+        ctx.where = gather_index("gather", x.shape, normalize_dim("gather", dim, x.ndim), np.asarray(index))
         ctx.shape, ctx.dtype = x.shape, x.dtype
         return x[ctx.where]
 
