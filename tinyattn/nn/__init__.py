@@ -7,12 +7,14 @@ from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .small_layers import Flatten, Identity, LazyLinear, LogSoftmax, RMSNorm, Sigmoid, SiLU, Softmax, Tanh, Unflatten
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .transformer_stack import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder
 from .utils import clip_grad_norm_
 
 __all__ = [
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "Flatten",
     "Identity",
     "LazyLinear",
