@@ -2,7 +2,9 @@
 
 from . import functional, init, utils
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ParameterDict, ParameterList
+from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, ModuleDict, ModuleList, Sequential
@@ -14,6 +16,8 @@ from .transformer_stack import Transformer, TransformerDecoder, TransformerDecod
 from .utils import clip_grad_norm_
 
 __all__ = [
+    "BatchNorm1d", "BatchNorm2d",
+    "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "Flatten",
     "Identity",

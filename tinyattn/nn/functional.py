@@ -25,6 +25,7 @@ from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
 from ..autograd.ops.matmul import LinearFn
+from .conv import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d  # noqa: F401 (conv.py)
 from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

@@ -77,7 +77,7 @@ class RNNBase(Module):
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[: 2 if bidirectional else 1]:
                 width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
-                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, hidden_size)}
+                shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, width), "weight_hh": (gates, hidden_size)}
                 if bias:
                     shapes.update(bias_ih=(gates,), bias_hh=(gates,))
                 for kind, shape in shapes.items():
@@ -202,6 +202,10 @@ class RNNCellBase(Module):
     """One time step as a module: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``."""
 
     mode = "RNN_TANH"
+    weight_ih: Parameter
+    weight_hh: Parameter
+    bias_ih: Parameter | None
+    bias_hh: Parameter | None
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *, device: Any = None,
                  dtype: Any = None) -> None:
@@ -209,7 +213,7 @@ class RNNCellBase(Module):
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         dtype = float_dtype(dtype, device)
         gates, bound = GATES[self.mode] * hidden_size, 1.0 / math.sqrt(hidden_size)
-        shapes = {"weight_ih": (gates, input_size), "weight_hh": (gates, hidden_size)}
+        shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, input_size), "weight_hh": (gates, hidden_size)}
         if bias:
             shapes.update(bias_ih=(gates,), bias_hh=(gates,))
         else:

@@ -6,10 +6,12 @@
 - ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather SetItem``
 - ``softmax.py``: ``Softmax LogSoftmax``
+- ``windows.py``: ``Windows``
 - ``flash_attention.py``: ``FlashAttention PackedFlashAttention``
 
 ``FlashAttention`` is ``softmax(Q Kᵀ · scale + M) V`` as one op that never stores ``P``
-(``PackedFlashAttention``: the same on Q, K and V stacked in one array).
+(``PackedFlashAttention``: the same on Q, K and V stacked in one array). ``Windows`` lays out the
+patches a kernel sees, beneath convolution and pooling.
 A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
 ``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays. A backward is written
 in operations that arrays and Tensors share, so that it also runs on Tensors when a gradient is itself
