@@ -23,7 +23,7 @@ from torch.utils.data.dataloader import default_collate
 from torch import optim as optimisers
 
 torch.backends.cudnn.benchmark = True
-model = nn.Sequential(nn.Linear(4, 8), nn.Conv2d(1, 1, 3))
+model = nn.Sequential(nn.Linear(4, 8), nn.ConvTranspose2d(1, 1, 3))
 nn.init.xavier_uniform_(model[0].weight)
 loader = DataLoader(TensorDataset(torch.randn(8, 4)), batch_size=2)
 opt = optimisers.AdamW(model.parameters())
@@ -48,7 +48,7 @@ def test_every_way_of_naming_torch_is_read_and_checked_against_tinyattn(tmp_path
     }
     for name in expected_provided:
         assert table[name]["provided"] is True, name
-    assert table["torch.nn.Conv2d"]["provided"] is False
+    assert table["torch.nn.ConvTranspose2d"]["provided"] is False
     assert table["torch.tril"]["programs"] == [str(tmp_path / "notebook.ipynb")]
     assert "torch.nothing" not in table  # (markdown is not code)
     assert len(table["torch.randn"]["programs"]) == 1
@@ -56,12 +56,12 @@ def test_every_way_of_naming_torch_is_read_and_checked_against_tinyattn(tmp_path
 
 def test_the_table_counts_programs_and_filters_by_them(tmp_path, capsys):
     for i in range(3):
-        (tmp_path / f"p{i}.py").write_text("import torch\n" + ("torch.nn.Conv2d(1, 1, 1)\n" if i else "") +
+        (tmp_path / f"p{i}.py").write_text("import torch\n" + ("torch.nn.ConvTranspose2d(1, 1, 1)\n" if i else "") +
                                            "torch.ones(2)\n")
     (tmp_path / "broken.py").write_text("def (:\n")
     tool.main([str(tmp_path), "--min-programs", "2", "--json", str(tmp_path / "out.json")])
     printed = capsys.readouterr().out
-    assert "torch.ones" in printed and "torch.nn.Conv2d" in printed and "NO" in printed
+    assert "torch.ones" in printed and "torch.nn.ConvTranspose2d" in printed and "NO" in printed
     assert "3 names used by 2 or more programs: 2 provided, 1 not" in printed  # (torch: the module imported)
     data = json.loads((tmp_path / "out.json").read_text())
     assert len(data["torch.ones"]["programs"]) == 3 and data["torch.ones"]["provided"]

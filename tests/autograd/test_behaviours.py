@@ -137,6 +137,7 @@ def test_grad_with_a_bare_tensor_a_grad_output_and_retain_graph():
 
 def test_a_custom_function_may_return_a_bare_array_or_none():
     class Double(Function):
+        on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
         @staticmethod
         def forward(ctx, x):
             return 2 * x
@@ -146,6 +147,7 @@ def test_a_custom_function_may_return_a_bare_array_or_none():
             return 2 * grad_output  # a bare array for the one input
 
     class Stop(Function):
+        on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
         @staticmethod
         def forward(ctx, x):
             return x.copy()
@@ -161,6 +163,7 @@ def test_a_custom_function_may_return_a_bare_array_or_none():
 
 def test_gradcheck_tolerances_and_inputs_without_grad(rng):
     class Off(Function):  # backward 1% too large
+        on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
         @staticmethod
         def forward(ctx, x):
             ctx.save_for_backward(x)
@@ -190,6 +193,7 @@ def test_small_tensor_facts():
 
 
 class OffBy(Function):
+    on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
     """``out = x``, with a backward wrong by ``ERRORS`` (one number per element)."""
 
     ERRORS = np.zeros(1)

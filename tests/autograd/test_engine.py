@@ -96,7 +96,8 @@ def test_saved_arrays_released_after_backward():
 
 def buggy_op(name, backward):
     """A doubling op called ``name`` whose ``backward`` has a bug the engine's guard must name."""
-    return type(name, (Function,), {"forward": staticmethod(lambda ctx, x: x * 2), "backward": staticmethod(backward)})
+    return type(name, (Function,), {"forward": staticmethod(lambda ctx, x: x * 2), "backward": staticmethod(backward),
+                                    "on_arrays": True})
 
 
 @pytest.mark.parametrize(("name", "backward", "shape", "message"), [
@@ -129,6 +130,7 @@ def test_needs_input_grad_is_one_bool_per_input_as_in_torch():
     seen = []
 
     class Scale(Function):
+        on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
         @staticmethod
         def forward(ctx, x, factor, y):
             seen.append(list(ctx.needs_input_grad))
@@ -146,6 +148,7 @@ def test_needs_input_grad_is_one_bool_per_input_as_in_torch():
 
 
 class Square(Function):
+    on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -209,7 +212,7 @@ def test_a_backward_whose_gradients_all_fit_is_passed_on_as_it_is():
         returned["grads"] = (g * 2, None)
         return returned["grads"]
 
-    pair = type("Pair", (Function,), {"forward": staticmethod(lambda ctx, x, y: x * y),
+    pair = type("Pair", (Function,), {"on_arrays": True, "forward": staticmethod(lambda ctx, x, y: x * y),
                                       "backward": staticmethod(backward)})
     node = pair.apply(ta.ones(3, requires_grad=True), ta.ones(3)).grad_fn
     assert node.backward(np.ones(3, np.float32)) is returned["grads"]  # the guard copies nothing on this path

@@ -8,6 +8,7 @@ from tinyattn.autograd import Function, grad
 
 
 class FirstOnly(Function):
+    on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
     """``out = a * b``, but backward passes a gradient to ``a`` only (None for ``b``)."""
 
     @staticmethod
@@ -22,6 +23,7 @@ class FirstOnly(Function):
 
 
 class Halve(Function):
+    on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
     """``out = x / 2`` for a 0-d ``x``; backward returns a Python float."""
 
     @staticmethod

@@ -8,6 +8,7 @@ from tinyattn.autograd import Function, GradcheckError, gradcheck
 
 
 class SoftmaxWithWrongBackward(Function):
+    on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
     """Forward is softmax; backward passes the gradient straight through (wrong)."""
 
     @staticmethod

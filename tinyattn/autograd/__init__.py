@@ -43,6 +43,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .custom_function import FunctionCtx, once_differentiable
 from .devices import device, get_default_device, set_default_device
 from .dtypes import (
     bfloat16,
@@ -104,5 +105,5 @@ __all__ = [
     "set_default_device", "set_default_dtype", "set_grad_enabled", "short", "split", "stack", "tensor", "uint8",
     "unbroadcast", "where", "zeros", "zeros_like", "Size", "set_printoptions", *_namespace_all,
     "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
-    "ShortTensor", "Variable",
+    "ShortTensor", "Variable", "FunctionCtx", "once_differentiable",
 ]

@@ -87,6 +87,22 @@ class Function:
     # For a fused op: the same function written in plain ops, ``composed(*inputs, **options) -> Tensor``; its
     # derivative stands in for the fused backward's when a gradient is differentiated (higher_order.py)
     composed: Any = None
+    on_arrays = False  # (see __init_subclass__: a Function of your own that computes on arrays says True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A Function subclassed outside tinyattn is torch's kind, on Tensors (its apply is custom_function.run),
+        unless it says ``on_arrays = True``: then it is an op like tinyattn's own."""
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.split(".")[0] != __name__.split(".")[0] and not cls.on_arrays:  # (outside this package)
+            from .custom_function import run  # (custom_function.py imports this file; looked up once per class)
+
+            cls.apply = classmethod(run)  # type: ignore[method-assign, assignment]
+
+    def __call__(self, *args: Any) -> Any:
+        """Refused, as torch: an instance called as a function is the pre-0.4 style."""
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -377,3 +393,13 @@ def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple
 # returns. Imported last: tensor.py builds on this file (it imports Context and the helpers above).
 from . import grad_mode  # noqa: E402
 from .tensor import Tensor  # noqa: E402
+
+
+def __getattr__(name: str) -> Any:
+    """``torch.autograd.function.once_differentiable`` and ``FunctionCtx`` live in custom_function.py (which
+    imports this file): looked up there when a program asks this module for them."""
+    if name in ("once_differentiable", "FunctionCtx"):
+        from . import custom_function
+
+        return getattr(custom_function, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,187 @@
+"""Functions written as torch's docs write them ("Extending PyTorch"): ``forward`` and ``backward`` on Tensors.
+
+tinyattn's own ops compute on arrays (``ops/``). A ``Function`` subclassed outside tinyattn gets
+torch's contract instead, from ``run``, its ``apply``:
+
+* ``forward(ctx, *args)`` receives the Tensors themselves (and any other argument as it is), runs
+  with grad mode off, and returns a Tensor or a tuple of them;
+* ``ctx.save_for_backward(*tensors)`` / ``ctx.saved_tensors``, ``ctx.needs_input_grad``,
+  ``ctx.mark_non_differentiable(*outputs)`` and ``ctx.set_materialize_grads(False)`` work as torch's;
+* ``backward(ctx, *grad_outputs)`` receives one Tensor per output and returns one gradient (a
+  Tensor, or None) per input of ``forward``.
+
+The call is recorded as one op, ``CustomCall``, whose backward calls the user's. Several outputs are
+stored end to end in one flat array, each output a slice of it reshaped (ops with their own
+backward), so that the engine hands ``CustomCall`` one gradient: the outputs' gradients end to end.
+With ``create_graph=True`` the user's backward runs on Tensors that record, so a backward written in
+differentiable ops is differentiated again, as in torch (unless marked ``@once_differentiable``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from . import grad_mode
+from .function import Context, Function
+from .tensor import Tensor
+
+
+class FunctionCtx(Context):
+    """The ``ctx`` of a Function written on Tensors: what ``forward`` leaves for ``backward``."""
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep ``tensors`` (Tensors or None) for ``backward``; a change to one in place before then is refused."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {tensors.index(t)} is "
+                                f"of type {type(t).__name__}")
+        self.saved_tensors = tensors
+        self.saved_versions = tuple(None if t is None else t._version for t in tensors)
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """These outputs get no gradient (an index, a mask): they come out with ``requires_grad=False``."""
+        self.non_differentiable = tuple(self.non_differentiable) + tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, ``backward`` receives None (not zeros) for an output that got no gradient."""
+        self.materialize_grads = value
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """In-place changes inside ``forward`` are not supported here: refused, with what to do."""
+        raise NotImplementedError("ctx.mark_dirty: a custom Function that changes its inputs in place is not "
+                                  "supported in tinyattn; return a new tensor from forward instead")
+
+    non_differentiable: tuple[Tensor, ...] = ()
+    materialize_grads = True
+    saved_versions: tuple[int | None, ...] = ()
+
+
+def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a ``backward`` as not differentiable itself: run with grad mode off; a second derivative refused."""
+
+    @functools.wraps(backward)
+    def wrapped(ctx: Any, *grad_outputs: Any) -> Any:
+        recording = grad_mode.is_grad_enabled()  # (create_graph=True: the gradients would get a graph)
+        with grad_mode.no_grad():
+            grads = backward(ctx, *grad_outputs)
+        if not recording:
+            return grads
+        sources = [t for t in grad_outputs if isinstance(t, Tensor) and t.requires_grad]  # (as torch: only these)
+        single = not isinstance(grads, tuple)
+        marked = tuple(g if not isinstance(g, Tensor) or not sources else
+                       DifferentiatedTwice.apply(g, *sources, name=backward.__qualname__)
+                       for g in ((grads,) if single else grads))
+        return marked[0] if single else marked
+
+    return wrapped
+
+
+class DifferentiatedTwice(Function):
+    """What a ``@once_differentiable`` backward returns under ``create_graph``: its value, and a backward
+    that refuses (torch's error, raised when the gradient is differentiated)."""
+
+    formula = "{out} = {0}  (a once-differentiable gradient)"
+    grad_formulas = ("refused: the backward that made {0} is marked @once_differentiable",)
+
+    @staticmethod
+    def forward(ctx: Context, grad: np.ndarray, *sources: np.ndarray, name: str) -> np.ndarray:
+        """The gradient, unchanged."""
+        return grad
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: Any) -> tuple[Any, ...]:
+        """Refused."""
+        raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
+                           f"({ctx.kwargs['name']})")
+
+
+def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
+    """torch's ``Function.apply``: ``forward`` on the Tensors, the call recorded as one ``CustomCall`` op."""
+    ctx = FunctionCtx()
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    with grad_mode.no_grad():
+        out: Any = cls.forward(ctx, *args, **kwargs)
+    single = not isinstance(out, tuple)
+    outputs = (out,) if single else out
+    if not all(isinstance(o, Tensor) or o is None for o in outputs):
+        bad = next(o for o in outputs if not isinstance(o, Tensor) and o is not None)
+        raise TypeError(f"{cls.__name__}.forward must return Tensors (or a tuple of them), got "
+                        f"{type(bad).__name__}; a Function on arrays is a tinyattn op (see autograd/ops/)")
+    skip = {id(t) for t in ctx.non_differentiable}
+    wanted = [i for i, o in enumerate(outputs) if o is not None and id(o) not in skip and o.is_floating_point()]
+    if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad) and wanted):
+        results = tuple(None if o is None else Tensor._make(o.array) for o in outputs)
+        return results[0] if single else results
+    dtype = np.result_type(*(outputs[i].dtype for i in wanted))
+    packed = np.concatenate([outputs[i].array.astype(dtype).reshape(-1) for i in wanted])
+    layout = [(i, outputs[i].shape, outputs[i].dtype) for i in wanted]
+    call = CustomCall.apply(*args, fn=cls, user_ctx=ctx, packed=packed, layout=layout, count=len(outputs))
+    results_list: list[Any] = [None if o is None else Tensor._make(o.array) for o in outputs]
+    start = 0
+    for i, shape, out_dtype in layout:
+        size = int(np.prod(shape))
+        piece = call if len(layout) == 1 else call[start:start + size]
+        piece = piece.reshape(shape)
+        results_list[i] = piece if piece.dtype == out_dtype else piece.to(out_dtype)
+        start += size
+    # a saved output is the output returned (its history and all: a second derivative reaches through it)
+    returned = {id(o): r for o, r in zip(outputs, results_list) if o is not None}
+    ctx.saved_tensors = tuple(returned.get(id(t), t) for t in ctx.saved_tensors)
+    ctx.saved_versions = tuple(None if t is None else t._version for t in ctx.saved_tensors)
+    return results_list[0] if single else tuple(results_list)
+
+
+class CustomCall(Function):
+    """One call of a Function written on Tensors: forward already ran; backward calls the user's backward."""
+
+    formula = "{out} = a custom Function's forward"
+    grad_formulas = ("d{i} = the custom Function's backward",)
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: Any, fn: type[Function], user_ctx: FunctionCtx, packed: np.ndarray,
+                layout: list, count: int) -> np.ndarray:
+        """The outputs, already computed by the user's forward, end to end."""
+        return packed
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: Any) -> tuple[Any, ...]:
+        """The user's backward, given each output's gradient; its gradients checked and made arrays (or Tensors)."""
+        fn, user_ctx = ctx.kwargs["fn"], ctx.kwargs["user_ctx"]
+        layout, count = ctx.kwargs["layout"], ctx.kwargs["count"]
+        recording = isinstance(grad_output, Tensor)
+        flat = grad_output if recording else Tensor._make(grad_output)
+        grads: list[Any] = [None] * count
+        start = 0
+        for i, shape, dtype in layout:
+            size = int(np.prod(shape))
+            piece = flat[start:start + size].reshape(shape) if len(layout) > 1 else flat.reshape(shape)
+            grads[i] = piece if piece.dtype == dtype else piece.to(dtype)
+            start += size
+        _check_versions(fn, user_ctx)
+        with grad_mode.set_grad_enabled(recording):
+            result = fn.backward(user_ctx, *grads)
+        result = result if isinstance(result, tuple) else (result,)
+        needs = ctx.needs_input_grad
+        if len(result) < len(needs) or any(g is not None for g in result[len(needs):]):
+            raise RuntimeError(f"function {fn.__name__}Backward returned an incorrect number of gradients "
+                               f"(expected {len(needs)}, got {len(result)})")
+        out: list[Any] = []
+        for g, need in zip(result, needs):
+            if g is None or not need:
+                out.append(None)
+            elif recording:
+                out.append(g if isinstance(g, Tensor) else Tensor._make(np.asarray(g)))
+            else:
+                out.append(np.asarray(g.array if isinstance(g, Tensor) else g))
+        return tuple(out)
+
+
+def _check_versions(fn: type[Function], ctx: FunctionCtx) -> None:
+    for i, (t, version) in enumerate(zip(ctx.saved_tensors, ctx.saved_versions)):
+        if t is not None and t._version != version:
+            raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
+                               f"inplace operation: saved tensor {i} of {fn.__name__} is at version {t._version}; "
+                               f"expected version {version} instead")
