@@ -51,19 +51,29 @@ FUNCTIONS = {
 MODULES = [nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss, nn.BCELoss, nn.L1Loss, nn.MSELoss, nn.KLDivLoss]
 
 
+LEGACY = [{"size_average": False}, {"size_average": True}, {"reduce": False}, {"reduce": True},
+          {"size_average": False, "reduce": True}, {"size_average": True, "reduce": False}]
+
+
 @pytest.mark.parametrize("name", FUNCTIONS)
-@pytest.mark.parametrize("argument", ["size_average", "reduce"])
-def test_the_deprecated_arguments_are_refused_naming_the_function(name, argument):
-    with pytest.raises(TypeError, match=rf"^{name}: size_average and reduce are deprecated"):
-        FUNCTIONS[name](**{argument: True})
-    FUNCTIONS[name]()  # and without them it runs
+@pytest.mark.parametrize("legacy", LEGACY, ids=str)
+def test_the_deprecated_arguments_mean_what_torch_reads_them_as(name, legacy):
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated, please use "
+                                         "reduction='(none|sum|mean)' instead"):
+        old_style = FUNCTIONS[name](**legacy)
+    reduce, size_average = legacy.get("reduce", True), legacy.get("size_average", True)
+    expected = FUNCTIONS[name](reduction="none" if not reduce else "mean" if size_average else "sum")
+    np.testing.assert_array_equal(old_style.detach().numpy(), expected.detach().numpy())
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
-@pytest.mark.parametrize("argument", ["size_average", "reduce"])
-def test_the_modules_refuse_them_too(module, argument):
-    with pytest.raises(TypeError, match=rf"^{module.__name__}: size_average and reduce are deprecated"):
-        module(**{argument: False})
+def test_the_modules_read_them_as_torch(module):
+    for legacy in LEGACY:
+        with pytest.warns(UserWarning):
+            ours = module(**legacy).reduction
+        with pytest.warns(UserWarning):
+            theirs = getattr(torch.nn, module.__name__)(**legacy).reduction
+        assert ours == theirs, legacy
     assert module(reduction="sum").reduction == "sum" and module().extra_repr() == ""
     assert module(reduction="none").extra_repr() == "reduction='none'"
 

@@ -6,16 +6,41 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ParameterDict, ParameterList
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
-from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss
+from .losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, ModuleDict, ModuleList, Sequential
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .small_layers import Flatten, Identity, LazyLinear, LogSoftmax, RMSNorm, Sigmoid, SiLU, Softmax, Tanh, Unflatten
+from .small_layers import (
+    ELU,
+    Flatten,
+    Identity,
+    LazyLinear,
+    LeakyReLU,
+    LogSoftmax,
+    RMSNorm,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+    Unflatten,
+)
 from .transformer import LearnedPositionalEncoding, PositionalEncoding, TransformerEncoderLayer
 from .transformer_stack import Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder
 from .utils import clip_grad_norm_
 
 __all__ = [
+    "ELU", "HuberLoss", "LeakyReLU", "SmoothL1Loss", "Softplus",
     "BatchNorm1d", "BatchNorm2d",
     "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",

@@ -25,15 +25,17 @@ from ..autograd.function import broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
 from ..autograd.ops.matmul import LinearFn
-from .conv import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d  # noqa: F401 (conv.py)
+from .conv import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d  # (conv.py)
 from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    huber_loss,
     kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
+    smooth_l1_loss,
 )
 
 
@@ -45,6 +47,73 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def relu(input: Tensor) -> Tensor:
     """``max(x, 0)``."""
     return ReLUFn.apply(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))`` (torch's deprecated ``F.sigmoid``: ``torch.sigmoid``)."""
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    """``tanh(x)`` (torch's deprecated ``F.tanh``: ``torch.tanh``)."""
+    return input.tanh()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, else ``negative_slope * x``."""
+    out = where(input.array > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace and not input.requires_grad else out
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
+    out = where(input.array > 0, input, (where(input.array > 0, 0.0, input).exp() - 1) * alpha)
+    return input.copy_(out) if inplace and not input.requires_grad else out
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold`` (as torch)."""
+    scaled = input * beta
+    big = scaled.array > threshold
+    safe = where(big, 0.0, scaled)  # (exp of the large values is never taken)
+    return where(big, input, (safe.exp() + 1).log() / beta)
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last dims: ``pad = (left, right)`` for the last, then ``(top, bottom)`` for the one before...
+    (``mode="constant"`` only; a negative amount crops)."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode={mode!r} is not implemented in tinyattn (only 'constant')")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"Padding length must be divisible by 2 and at most twice the dims of the input "
+                         f"({input.ndim}), got {tuple(pad)}")
+    out = input
+    for i in range(len(pad) // 2):
+        axis, before, after = input.ndim - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])
+        for amount, at_start in ((before, True), (after, False)):
+            if amount < 0:
+                n = out.shape[axis]
+                out = out.narrow(axis, -amount, n + amount) if at_start else out.narrow(axis, 0, n + amount)
+            elif amount > 0:
+                shape = list(out.shape)
+                shape[axis] = amount
+                block = Tensor._make(np.full(shape, 0 if value is None else value, dtype=out.dtype))
+                out = cat([block, out] if at_start else [out, block], axis)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``."""
+    if out is not None:
+        raise TypeError("normalize: out= is not supported here")
+    norm = input.norm(p, dim, keepdim=True)
+    return input / where(norm.array > eps, norm, eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
+    denominator = x1.norm(2, dim) * x2.norm(2, dim)
+    return (x1 * x2).sum(dim) / where(denominator.array > eps, denominator, eps)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -349,4 +418,6 @@ __all__ = [
     "relu",
     "scaled_dot_product_attention",
     "softmax",
+    "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "cosine_similarity", "elu", "huber_loss", "leaky_relu",
+    "max_pool1d", "max_pool2d", "normalize", "pad", "sigmoid", "smooth_l1_loss", "softplus", "tanh",
 ]

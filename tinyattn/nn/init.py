@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import warnings
+from typing import Any
 
 import numpy as np
 
@@ -150,3 +152,20 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator: object = None) -> Tenso
         q = q.T
     t.array[...] = (gain * q).reshape(t.shape)
     return t
+
+
+def _deprecated(name: str) -> Any:
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.", FutureWarning,
+                      stacklevel=2)
+        return globals()[name + "_"](*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = f"torch's deprecated spelling of ``{name}_`` (with its FutureWarning)."
+    return alias
+
+
+uniform, normal, constant = _deprecated("uniform"), _deprecated("normal"), _deprecated("constant")
+xavier_uniform, xavier_normal = _deprecated("xavier_uniform"), _deprecated("xavier_normal")
+kaiming_uniform, kaiming_normal = _deprecated("kaiming_uniform"), _deprecated("kaiming_normal")
+orthogonal = _deprecated("orthogonal")

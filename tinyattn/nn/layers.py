@@ -63,6 +63,22 @@ class Embedding(Module):
         """``(...) -> (..., embedding_dim)``."""
         return F.embedding(ids, self.weight, self.padding_idx)
 
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An Embedding whose table is ``embeddings (num, dim)`` (a copy); ``freeze``: no gradient to it."""
+        if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+            raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got "
+                             f"{getattr(embeddings, 'ndim', type(embeddings).__name__)}-dimensional")
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding.from_pretrained: max_norm, scale_grad_by_freq and sparse are not "
+                                      "implemented in tinyattn")
+        rows, columns = embeddings.shape
+        table = cls(rows, columns, padding_idx=padding_idx, dtype=embeddings.dtype)
+        table.weight = Parameter(embeddings.array.copy(), requires_grad=not freeze)
+        return table
+
     def extra_repr(self) -> str:
         """``Embedding(4, 2, padding_idx=0)``, as torch prints it."""
         return f"{self.num_embeddings}, {self.embedding_dim}" + (

@@ -17,6 +17,7 @@ one loss per element.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -89,7 +90,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: None 
 
     ``"mean"`` divides by the total weight of the counted targets (their number, without ``weight``).
     """
-    _legacy("nll_loss", size_average, reduce)
+    reduction = _legacy("nll_loss", size_average, reduce, reduction)
     logp = _class_axis_last("nll_loss", input)  # (..., C)
     t, valid = _class_targets("nll_loss", input, target, ignore_index)
     picked = logp.gather(-1, Tensor._make(t[..., None])).squeeze(-1)  # log p of each target, (...)
@@ -110,7 +111,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: 
     probabilities (the input's shape, floating). Label smoothing ε mixes each target with the
     uniform distribution: ``(1 - ε) * loss + ε * mean_c(-w_c log p_c)``.
     """
-    _legacy("cross_entropy", size_average, reduce)
+    reduction = _legacy("cross_entropy", size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     logp = _class_axis_last("cross_entropy", input).log_softmax(dim=-1)  # (..., C)
@@ -147,7 +148,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     ``weight`` scales each element's loss (broadcast); ``pos_weight`` the positive term, per class
     (broadcast along the last dimension).
     """
-    _legacy("binary_cross_entropy_with_logits", size_average, reduce)
+    reduction = _legacy("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     _same_shape("binary_cross_entropy_with_logits", input, target)
     y = _as_tensor(target, input.dtype)
     softplus_neg = (-input).relu() + (1 + (-input.abs()).exp()).log()  # log(1 + e^-x), without overflow
@@ -164,7 +165,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
 def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: None = None,
                          reduce: None = None, reduction: str = "mean") -> Tensor:
     """``-[y log p + (1 - y) log(1 - p)]`` for probabilities ``p`` in [0, 1]; each log is clamped at -100, as torch."""
-    _legacy("binary_cross_entropy", size_average, reduce)
+    reduction = _legacy("binary_cross_entropy", size_average, reduce, reduction)
     _same_shape("binary_cross_entropy", input, target)
     if np.any((input.array < 0) | (input.array > 1)):
         raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1")
@@ -178,7 +179,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None, size_av
 def l1_loss(input: Tensor, target: Any, size_average: None = None, reduce: None = None,
             reduction: str = "mean") -> Tensor:
     """``|input - target|``."""
-    _legacy("l1_loss", size_average, reduce)
+    reduction = _legacy("l1_loss", size_average, reduce, reduction)
     _same_shape("l1_loss", input, target)
     return _reduce((input - _as_tensor(target, input.dtype)).abs(), reduction, "l1_loss")
 
@@ -186,7 +187,7 @@ def l1_loss(input: Tensor, target: Any, size_average: None = None, reduce: None 
 def mse_loss(input: Tensor, target: Any, size_average: None = None, reduce: None = None,
              reduction: str = "mean", weight: Any = None) -> Tensor:
     """``(input - target)^2`` (times ``weight``, broadcast, if given)."""
-    _legacy("mse_loss", size_average, reduce)
+    reduction = _legacy("mse_loss", size_average, reduce, reduction)
     _same_shape("mse_loss", input, target)
     losses = (input - _as_tensor(target, input.dtype)) ** 2
     if weight is not None:
@@ -201,7 +202,7 @@ def kl_div(input: Tensor, target: Any, size_average: None = None, reduce: None =
     ``reduction="batchmean"`` divides the sum by the batch size, the mathematically right KL;
     ``"mean"`` divides by the number of elements, as torch does (and warns about).
     """
-    _legacy("kl_div", size_average, reduce)
+    reduction = _legacy("kl_div", size_average, reduce, reduction)
     _same_shape("kl_div", input, target)
     y = _as_tensor(target, input.dtype)
     if log_target:
@@ -213,11 +214,17 @@ def kl_div(input: Tensor, target: Any, size_average: None = None, reduce: None =
     return _reduce(losses, reduction, "kl_div")
 
 
-def _legacy(name: str, size_average: Any, reduce: Any) -> None:
-    """torch's deprecated ``size_average``/``reduce`` arguments are refused with the replacement named."""
-    if size_average is not None or reduce is not None:
-        raise TypeError(f"{name}: size_average and reduce are deprecated in torch and not supported; "
-                        "use reduction='mean', 'sum' or 'none'")
+def _legacy(name: str, size_average: Any, reduce: Any, reduction: str) -> str:
+    """torch's deprecated ``size_average``/``reduce``, as torch reads them: ``reduce=False`` is "none",
+    ``size_average=False`` "sum", else "mean" (with torch's warning naming the ``reduction`` to write)."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  UserWarning, stacklevel=3)
+    return reduction
 
 
 # -- the losses as modules ---------------------------------------------------------------------------
@@ -226,8 +233,7 @@ def _legacy(name: str, size_average: Any, reduce: Any) -> None:
 class _Loss(Module):
     def __init__(self, size_average: None = None, reduce: None = None, reduction: str = "mean") -> None:
         super().__init__()
-        _legacy(type(self).__name__, size_average, reduce)
-        self.reduction = reduction
+        self.reduction = _legacy(type(self).__name__, size_average, reduce, reduction)
 
     def extra_repr(self) -> str:
         """The reduction, when not the default."""
@@ -315,3 +321,49 @@ class KLDivLoss(_Loss):
     def forward(self, input: Tensor, target: Any) -> Tensor:
         """Log-probabilities and (log-)probabilities of one shape."""
         return kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+def smooth_l1_loss(input: Tensor, target: Any, size_average: None = None, reduce: None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 * d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input - target``)."""
+    reduction = _legacy("smooth_l1_loss", size_average, reduce, reduction)
+    _same_shape("smooth_l1_loss", input, target)
+    d = (input - _as_tensor(target, input.dtype)).abs()
+    if beta == 0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    return _reduce(where(d.array < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Tensor, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Tensor:
+    """``0.5 * d^2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``: smooth_l1 times ``delta``."""
+    _same_shape("huber_loss", input, target)
+    d = (input - _as_tensor(target, input.dtype)).abs()
+    losses = where(d.array < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        losses = losses * _as_tensor(weight, input.dtype)
+    return _reduce(losses, reduction, "huber_loss")
+
+
+class SmoothL1Loss(_Loss):
+    """``F.smooth_l1_loss`` as a module."""
+
+    def __init__(self, size_average: None = None, reduce: None = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        """The loss, reduced as asked."""
+        return smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """``F.huber_loss`` as a module."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        """The loss, reduced as asked."""
+        return huber_loss(input, target, reduction=self.reduction, delta=self.delta)

@@ -190,3 +190,51 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         """``RMSNorm((3,), eps=None, elementwise_affine=True)``, as torch prints it."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LeakyReLU(Module):
+    """``x`` where positive, else ``negative_slope * x``."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self) -> str:
+        """``LeakyReLU(negative_slope=0.2, inplace=True)``, as torch prints it."""
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(Module):
+    """``x`` where positive, else ``alpha * (exp(x) - 1)``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        """``ELU(alpha=1.0)``, as torch prints it."""
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta x)) / beta`` (linear above ``threshold``)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Same shape in and out."""
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        """``Softplus(beta=1.0, threshold=20.0)``, as torch prints it."""
+        return f"beta={self.beta}, threshold={self.threshold}"

@@ -1,5 +1,5 @@
-"""``tinyattn.utils``: ``data`` (datasets and loaders)."""
+"""``tinyattn.utils``: ``data`` (datasets and loaders), ``tensorboard`` (its name, refused with a reason)."""
 
-from . import data
+from . import data, tensorboard
 
-__all__ = ["data"]
+__all__ = ["data", "tensorboard"]
