@@ -3,6 +3,15 @@
     python scripts/torch_coverage.py PROGRAM_OR_FOLDER ...           # the table, most used first
     python scripts/torch_coverage.py corpus/ --min-programs 2        # only names two programs or more use
     python scripts/torch_coverage.py corpus/ --json coverage.json    # every name, its programs, provided or not
+    python scripts/torch_coverage.py --corpus docs/corpus.json --min-programs 2 --check   # (CI) the recorded corpus
+    python scripts/torch_coverage.py --record sources.tsv --root DIR --out docs/corpus.json  # record a corpus
+
+The corpus (``docs/corpus.json``) is a list of public programs: for each its repository, path and
+commit, whether it is in the ``build`` set (read while the surface was built) or the ``held-out`` set
+(run only to measure), and the names it uses, recorded by this tool from a local copy of the
+program. The programs' code is not kept, only the names. ``impossible`` lists, with the reason, the
+names a CPU NumPy library cannot provide; ``--check`` fails if a name used by ``--min-programs``
+programs or more is neither provided nor listed there. ``--markdown`` writes the table of docs/coverage.md.
 
 A program is a ``.py`` file or a notebook's code cells (``.ipynb``). It is read, never run: its
 imports say which local names stand for torch (``import torch as t``, ``import torch.nn as nn``,
@@ -170,14 +179,110 @@ def coverage(paths: list[str]) -> dict[str, dict]:
     return {name: {"programs": sorted(users[name]), "provided": provided(name)} for name in sorted(users)}
 
 
+def record(sources: str, root: str) -> dict:
+    """The corpus from local copies: ``sources`` has one line per program, ``local_path<TAB>repo<TAB>path<TAB>commit``
+    (a local path under ``held/`` puts the program in the held-out set)."""
+    rows = [line.rstrip("\n").split("\t") for line in open(sources, encoding="utf-8") if line.strip()]
+    local = {row[0]: read_program(os.path.join(root, row[0])) for row in rows}
+    methods = tensor_methods(local)
+    programs = []
+    for row in rows:
+        usage = local[row[0]]
+        if usage.problem:
+            raise SystemExit(f"{row[0]}: {usage.problem}")
+        names = sorted(usage.names | {TENSOR + m for m in usage.called_attributes & methods})
+        programs.append({"repo": row[1], "path": row[2], "commit": row[3],
+                         "set": "held-out" if row[0].startswith("held/") else "build", "names": names})
+    return {"programs": programs}
+
+
+def corpus_coverage(corpus: dict) -> dict[str, dict]:
+    """``name -> {"programs": [...], "provided": bool}`` over a recorded corpus."""
+    users: dict[str, set[str]] = defaultdict(set)
+    for program in corpus["programs"]:
+        for name in program["names"]:
+            users[name].add(f"{program['repo']}/{program['path']}")
+    return {name: {"programs": sorted(users[name]), "provided": provided(name)} for name in sorted(users)}
+
+
+def markdown(corpus: dict, table: dict[str, dict], min_programs: int) -> str:
+    """docs/coverage.md: the programs, and every name two programs or more use, provided or why not."""
+    impossible = corpus.get("impossible", {})
+    held = [p for p in corpus["programs"] if p["set"] == "held-out"]
+    lines = [
+        "# What real programs use, and what tinyattn provides",
+        "",
+        f"Measured over {len(corpus['programs'])} public PyTorch programs (tutorials, course code, the PyTorch "
+        f"examples, small GPT and Llama-style models, textbook code): {len(held)} of them held out, run only to "
+        "measure. Each program's names were read by `scripts/torch_coverage.py` from a copy of it; the code is "
+        "not kept here, only its names (`docs/corpus.json`). CI runs "
+        "`python scripts/torch_coverage.py --corpus docs/corpus.json --min-programs 2 --check`.",
+        "",
+        "<!-- BEGIN GENERATED: python scripts/torch_coverage.py --corpus docs/corpus.json "
+        "--markdown docs/coverage.md -->",
+        "",
+        f"## Names used by {min_programs} programs or more",
+        "",
+        "| name | programs | provided |",
+        "|---|---:|---|",
+    ]
+    rows = sorted(((len(v["programs"]), n, v["provided"]) for n, v in table.items()
+                   if len(v["programs"]) >= min_programs), key=lambda r: (-r[0], r[1]))
+    for count, name, ok in rows:
+        verdict = ("yes" if name not in impossible else f"the name exists, the call refuses: {impossible[name]}") \
+            if ok else "no: " + impossible.get(name, "MISSING")
+        lines.append(f"| `{name}` | {count} | {verdict} |")
+    rare = sorted(n for n, v in table.items() if len(v["programs"]) < min_programs and not v["provided"])
+    lines += ["", f"## Used by fewer programs and not provided ({len(rare)})", "",
+              ", ".join(f"`{n}`" + (f" ({impossible[n]})" if n in impossible else "") for n in rare) or "none",
+              "", "## The programs", "", "| set | repository | path | commit |", "|---|---|---|---|"]
+    for p in sorted(corpus["programs"], key=lambda p: (p["set"], p["repo"], p["path"])):
+        lines.append(f"| {p['set']} | {p['repo']} | `{p['path']}` | `{p['commit'][:10]}` |")
+    return "\n".join(lines + ["", "<!-- END GENERATED -->", ""])
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print the table (and write the JSON); the exit status is 0."""
+    """Print the table (and write the JSON); with ``--check``, 1 if a name is missing without a reason."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="+", help="programs (.py, .ipynb) or folders of them")
+    parser.add_argument("paths", nargs="*", help="programs (.py, .ipynb) or folders of them")
     parser.add_argument("--min-programs", type=int, default=1, help="only names this many programs use")
     parser.add_argument("--json", help="also write every name, its programs and whether it is provided")
+    parser.add_argument("--corpus", help="a recorded corpus (docs/corpus.json) instead of program files")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a counted name is missing without a reason")
+    parser.add_argument("--markdown", help="write the table for the docs (with --corpus)")
+    parser.add_argument("--record", help="a sources list (local path, repo, path, commit per line) to record")
+    parser.add_argument("--root", default=".", help="where --record's local paths are")
+    parser.add_argument("--out", help="where --record writes the corpus (keeping its 'impossible' reasons)")
     args = parser.parse_args(argv)
-    table = coverage(args.paths)
+    if args.record:
+        corpus = record(args.record, args.root)
+        if args.out and os.path.exists(args.out):
+            with open(args.out, encoding="utf-8") as f:
+                corpus["impossible"] = json.load(f).get("impossible", {})
+        with open(args.out or "corpus.json", "w", encoding="utf-8") as f:
+            json.dump(corpus, f, indent=1, sort_keys=True)
+            f.write("\n")
+        return 0
+    corpus = None
+    if args.corpus:
+        with open(args.corpus, encoding="utf-8") as f:
+            corpus = json.load(f)
+        table = corpus_coverage(corpus)
+    elif args.paths:
+        table = coverage(args.paths)
+    else:
+        parser.error("give programs, or --corpus, or --record")
+    if args.markdown and corpus is not None:
+        with open(args.markdown, encoding="utf-8") as f:
+            text = f.read()
+        begin, end = "<!-- BEGIN GENERATED", "<!-- END GENERATED -->"
+        generated = markdown(corpus, table, args.min_programs)
+        if begin in text:
+            head = text[:text.index(begin)]
+            tail = text[text.index(end) + len(end):]
+            generated = head + generated[generated.index(begin):].rstrip("\n") + tail
+        with open(args.markdown, "w", encoding="utf-8") as f:
+            f.write(generated)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(table, f, indent=1)
@@ -190,6 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     missing = sum(not ok for _, _, ok in rows)
     print(f"\n{len(rows)} names used by {args.min_programs} or more programs: {len(rows) - missing} provided, "
           f"{missing} not")
+    if corpus is not None:
+        impossible = corpus.get("impossible", {})
+        unexplained = [name for _, name, ok in rows if not ok and name not in impossible]
+        for name in sorted({name for _, name, ok in rows if not ok} - set(unexplained)):
+            print(f"  {name}: not provided: {impossible[name]}")
+        if args.check and unexplained:
+            print(f"missing, with no reason given in the corpus: {', '.join(unexplained)}")
+            return 1
     return 0
 
 
