@@ -44,6 +44,8 @@ OURS_ONLY = {
     ("argsort", "stable"): "Tensor.argsort's docstring omits it; torch.argsort documents it and the method takes it",
     ("all", "numpy"): "np.all(t, axis=...) calls t.all with NumPy's names, which torch's method takes too",
     ("any", "numpy"): "np.any(t, axis=...) calls t.any with NumPy's names, which torch's method takes too",
+    **{(name, "size_keyword"): "torch's parser also takes the sizes as size=(...); Python cannot name a parameter "
+       "both *size and size=" for name in ("zeros", "ones", "empty", "rand", "randn")},
 }
 # Required here, optional in torch.
 REQUIRED_HERE = {

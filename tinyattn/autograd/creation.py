@@ -103,6 +103,17 @@ def _size(op: str, shape: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def _size_given(op: str, size: tuple[Any, ...], keyword: dict[str, Any]) -> tuple[Any, ...]:
+    """The sizes, given spread (``zeros(2, 3)``) or as torch's ``size=`` keyword (``empty(size=(2, 3))``)."""
+    if not keyword:
+        return size
+    if set(keyword) != {"size"} or size:
+        extra = sorted(set(keyword) - {"size"})
+        raise TypeError(f"{op}() got an unexpected keyword argument {extra[0]!r}" if extra else
+                        f"{op}(): the size is given twice, spread and as size=")
+    return (keyword["size"],)
+
+
 def float_dtype(dtype: Any, device: Any = None) -> np.dtype:
     """``dtype`` as a NumPy float dtype (None: the default, float32); other kinds raise ``TypeError``.
 
@@ -154,19 +165,25 @@ def _filled(op: str, fill: Any, size: tuple[Any, ...], dtype: Any, device: Any, 
     return _new(op, np.full(_size(op, size), fill, dtype=as_dtype(dtype)), device, requires_grad)
 
 
-def zeros(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **size_keyword: Any) -> Tensor:
     """A tensor of zeros."""
-    return _filled("zeros", 0, size, dtype, device, requires_grad)
+    return _filled("zeros", 0, _size_given("zeros", size, size_keyword), dtype, device,
+                   requires_grad)
 
 
-def ones(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **size_keyword: Any) -> Tensor:
     """A tensor of ones."""
-    return _filled("ones", 1, size, dtype, device, requires_grad)
+    return _filled("ones", 1, _size_given("ones", size, size_keyword), dtype, device,
+                   requires_grad)
 
 
-def empty(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*size: int | Sequence[int], dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **size_keyword: Any) -> Tensor:
     """A tensor to be overwritten (torch leaves it uninitialised; here it holds zeros)."""
-    return _filled("empty", 0, size, dtype, device, requires_grad)
+    return _filled("empty", 0, _size_given("empty", size, size_keyword), dtype, device,
+                   requires_grad)
 
 
 def _scalar_dtype(value: Any) -> np.dtype:
@@ -220,19 +237,21 @@ def linspace(
 
 def rand(
     *size: int | Sequence[int], generator: Any = None, dtype: Any = None, device: Any = None,
-    requires_grad: bool = False,
+    requires_grad: bool = False, **size_keyword: Any,
 ) -> Tensor:
     """Samples from the uniform distribution on [0, 1)."""
-    data = _rng("rand", generator).random(_size("rand", size)).astype(float_dtype(dtype))
+    data = _rng("rand", generator).random(_size("rand", _size_given("rand", size, size_keyword)))
+    data = data.astype(float_dtype(dtype))
     return _new("rand", data, device, requires_grad)
 
 
 def randn(
     *size: int | Sequence[int], generator: Any = None, dtype: Any = None, device: Any = None,
-    requires_grad: bool = False,
+    requires_grad: bool = False, **size_keyword: Any,
 ) -> Tensor:
     """Samples from the standard normal distribution."""
-    data = _rng("randn", generator).standard_normal(_size("randn", size)).astype(float_dtype(dtype))
+    data = _rng("randn", generator).standard_normal(_size("randn", _size_given("randn", size, size_keyword)))
+    data = data.astype(float_dtype(dtype))
     return _new("randn", data, device, requires_grad)
 
 

@@ -189,6 +189,11 @@ class Node:
         """The op's name, e.g. ``"Softmax"``."""
         return self.fn.__name__
 
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        """torch's view of the edges: ``((node, 0), ...)``, one per input (``(None, 0)`` for one without a gradient)."""
+        return tuple((edge, 0) for edge in self.edges)
+
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Call the op's backward; return one gradient per edge: the op's own tuple if each fits its input."""
         if self.saved_versions:

@@ -35,6 +35,23 @@ def _tensor(op: str, input: Any) -> Tensor:
     return input
 
 
+def _into(op: str, out: Tensor | None, result: Tensor) -> Tensor:
+    """torch's ``out=``: the result written into ``out`` (resized if its shape differs), which is returned."""
+    if out is None:
+        return result
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result.requires_grad or out.requires_grad:
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if out.shape == result.shape:
+        out.array[...] = result.array
+    else:
+        out.array = result.array.astype(out.dtype)
+    out._version += 1
+    return out
+
+
 def is_tensor(obj: Any) -> bool:
     """True if ``obj`` is a tinyattn Tensor."""
     return isinstance(obj, Tensor)
@@ -113,19 +130,19 @@ def pow(input: Any, exponent: Any) -> Tensor:
     return input ** exponent
 
 
-def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+def add(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input + alpha * other``."""
-    return Add.apply(input, other if alpha == 1 else other * alpha)
+    return _into("add", out, Add.apply(input, other if alpha == 1 else other * alpha))
 
 
-def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+def sub(input: Any, other: Any, *, alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``input - alpha * other``."""
-    return Sub.apply(input, other if alpha == 1 else other * alpha)
+    return _into("sub", out, Sub.apply(input, other if alpha == 1 else other * alpha))
 
 
-def mul(input: Any, other: Any) -> Tensor:
+def mul(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:
     """``input * other``."""
-    return Mul.apply(input, other)
+    return _into("mul", out, Mul.apply(input, other))
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -173,9 +190,9 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
 # -- products ---------------------------------------------------------------------------------
 
 
-def matmul(input: Tensor, other: Tensor) -> Tensor:
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product ``input @ other`` (1-D, 2-D and batched)."""
-    return _tensor("matmul", input) @ other
+    return _into("matmul", out, _tensor("matmul", input) @ other)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:

@@ -59,8 +59,6 @@ class Optimizer:
                 raise TypeError(f"{name}: can only optimize Tensors, got {type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError(f"{name}: can't optimize a non-leaf Tensor (of shape {p.shape})")
-            if not p.requires_grad:
-                raise ValueError(f"{name}: can only optimize tensors that require grad (shape {p.shape})")
             if id(p) in seen:
                 raise ValueError(f"{name}: some parameters appear twice, in one or in two parameter groups")
             seen.add(id(p))
