@@ -88,16 +88,11 @@ def test_a_model_state_dict_loads_into_a_fresh_model(tmp_path, rng):
 
 
 def test_refusals_name_what_is_wrong(tmp_path):
-    with pytest.raises(TypeError, match=r"save: cannot save a Linear \(save model.state_dict\(\)"):
-        ta.save(nn.Linear(2, 2), tmp_path / "m.pt")
-    with pytest.raises(TypeError, match="cannot save a object"):
-        ta.save({"x": object()}, tmp_path / "m.pt")
     with pytest.raises(TypeError, match="dtype complex128"):
         ta.save(np.zeros(2, dtype=complex), tmp_path / "m.pt")
     assert not os.listdir(tmp_path)  # nothing half-written
     ta.save({"a": 1}, tmp_path / "ok.pt")
-    with pytest.raises(ValueError, match="only weights_only=True"):
-        ta.load(tmp_path / "ok.pt", weights_only=False)
+    assert ta.load(tmp_path / "ok.pt", weights_only=False) == {"a": 1}
     with pytest.raises(RuntimeError, match="'cuda' is not available"):
         ta.load(tmp_path / "ok.pt", map_location="cuda")
     assert ta.load(tmp_path / "ok.pt", map_location="cpu") == {"a": 1}

@@ -55,6 +55,25 @@ class UnsafeCheckpointError(pickle.UnpicklingError, RuntimeError):
     """A checkpoint names a global that weights-only loading does not admit (it is never called)."""
 
 
+class _NotWeights(Exception):
+    """Raised by the weights writer at the first object that is not tensors, numbers, strings or containers."""
+
+
+class _ObjectPickler(pickle.Pickler):
+    """Pickles a whole object (a model, an optimizer, a Namespace) with its arrays stored as the archive's records."""
+
+    def __init__(self, out: IO[bytes], storages: dict[int, tuple[str, np.ndarray]]) -> None:
+        super().__init__(out, protocol=2)
+        self.storages = storages
+
+    def persistent_id(self, obj: Any) -> Any:
+        """An array goes to a record of its own: ``("ndarray", key, dtype, shape)``."""
+        if type(obj) is not np.ndarray or obj.dtype not in _STORAGE_TYPES:
+            return None
+        key, _ = self.storages.setdefault(id(obj), (str(len(self.storages)), np.ascontiguousarray(obj)))
+        return ("ndarray", key, obj.dtype.str, tuple(obj.shape))
+
+
 # -- saving --------------------------------------------------------------------------------------------
 
 
@@ -136,15 +155,8 @@ class _Writer:
             self.tensor(obj.array, obj.requires_grad)
         elif isinstance(obj, np.ndarray):  # torch's weights-only loading admits no NumPy globals: a tensor
             self.tensor(obj, False)
-        else:
-            from .nn.module import Module
-
-            is_module = isinstance(obj, Module)
-            hint = " (save model.state_dict(), then load_state_dict it into a new model)" if is_module else ""
-            raise TypeError(
-                f"save: cannot save a {type(obj).__name__}{hint}; a checkpoint holds tensors, NumPy arrays, "
-                "numbers, strings, bytes, None, and tuples, lists, dicts and sets of them"
-            )
+        else:  # a model, an argparse Namespace, any other object: the whole object is pickled (see save)
+            raise _NotWeights(type(obj).__name__)
 
     def integer(self, n: int) -> None:
         if 0 <= n < 256:
@@ -220,7 +232,13 @@ def _aligned_record(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
 
 def _write_archive(obj: Any, f: IO[bytes]) -> None:
     writer = _Writer()
-    pickled = writer.dump(obj)
+    try:
+        pickled = writer.dump(obj)  # tensors, numbers, strings and containers: a file torch reads
+    except _NotWeights:  # anything else: the object pickled whole (loaded with weights_only=False, or its globals
+        writer.storages = {}  # allowed by add_safe_globals), its arrays in the archive's records as before
+        out = io.BytesIO()
+        _ObjectPickler(out, writer.storages).dump(obj)
+        pickled = out.getvalue()
     with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as archive:
         _aligned_record(archive, "archive/data.pkl", pickled)
         _aligned_record(archive, "archive/byteorder", b"little")
@@ -232,7 +250,9 @@ def _write_archive(obj: Any, f: IO[bytes]) -> None:
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None, pickle_protocol: int = 2,
          _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
-    """Write ``obj`` (a state dict, an optimizer's or scheduler's, or nested containers of tensors) to ``f``.
+    """Write ``obj`` to ``f``: a state dict (an optimizer's, a scheduler's, nested containers of tensors) in the
+    form torch reads with ``weights_only=True``; any other object (a whole model, an argparse Namespace) pickled
+    whole, for ``load(weights_only=False)`` or ``add_safe_globals``, as torch.
 
     ``f`` is a path or a binary file object. To a path, the file is written whole under a
     temporary name in the same folder, then renamed over ``f``: a save that fails part-way leaves
@@ -316,25 +336,90 @@ _ADMITTED: dict[tuple[str, str], Any] = {
 }
 
 
-class _Reader(pickle.Unpickler):
-    """An unpickler that admits only ``_ADMITTED`` and reads storages from the archive."""
+# What add_safe_globals admits besides: (module, qualified name) -> the object
+_SAFE_GLOBALS: dict[tuple[str, str], Any] = {}
 
-    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, source: str, mapped: bool) -> None:
+
+def _key(obj: Any) -> tuple[str, str]:
+    if isinstance(obj, tuple) and len(obj) == 2:  # torch's (object, "the name it was pickled under")
+        name = obj[1]
+        return name.rsplit(".", 1)[0], name.rsplit(".", 1)[1]
+    return obj.__module__, obj.__qualname__
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Let weights-only loading name these classes and functions (as torch: only for code you trust)."""
+    for obj in safe_globals:
+        _SAFE_GLOBALS[_key(obj)] = obj[0] if isinstance(obj, tuple) else obj
+
+
+def get_safe_globals() -> list[Any]:
+    """The classes and functions ``add_safe_globals`` admitted."""
+    return list(_SAFE_GLOBALS.values())
+
+
+def clear_safe_globals() -> None:
+    """Admit none again."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:
+    """``with safe_globals([Model]):``: ``add_safe_globals`` inside the block only."""
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self) -> None:
+        self.before = dict(_SAFE_GLOBALS)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc: Any) -> None:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(self.before)
+
+
+def _tinyattn_globals() -> dict[tuple[str, str], Any]:
+    """tinyattn's own tensors, as pickled inside a whole object: safe to rebuild, as torch's tensors are."""
+    from .autograd import pickling
+    from .nn.parameter import Parameter
+
+    return {(c.__module__, c.__qualname__): c for c in (Tensor, Parameter, pickling.rebuild)}
+
+
+class _Reader(pickle.Unpickler):
+    """An unpickler that admits only ``_ADMITTED`` (and ``add_safe_globals``') and reads storages from the archive;
+    with ``weights_only=False`` it admits any global, as torch's full unpickle does."""
+
+    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, source: str, mapped: bool,
+                 weights_only: bool = True) -> None:
         super().__init__(io.BytesIO(data))
         self.archive, self.prefix, self.source, self.mapped = archive, prefix, source, mapped
+        self.weights_only = weights_only
         self.loaded: dict[str, np.ndarray] = {}
 
     def find_class(self, module: str, name: str) -> Any:
         module = "builtins" if module == "__builtin__" else module  # protocol 2's name for it
-        if (module, name) not in _ADMITTED:
+        if not self.weights_only:
+            return super().find_class(module, name)
+        found = _ADMITTED.get((module, name)) or _SAFE_GLOBALS.get((module, name))
+        found = found or _tinyattn_globals().get((module, name))
+        if found is None:
+            short = f"{module}.{name}"
             raise UnsafeCheckpointError(
-                f"load: {self.source} names the global {module}.{name}, which weights-only loading does not admit; "
-                "it was not called. tinyattn.load reads tensors, numbers, strings and containers of them, "
-                "and never runs code from a file (only load files you trust with torch.load(weights_only=False))"
-            )
-        return _ADMITTED[(module, name)]
+                f"load: weights only load failed: {self.source} names the global {short}, which weights-only "
+                f"loading does not admit; it was not called. If you trust the file's source, load it with "
+                f"weights_only=False, or allow the global with tinyattn.serialization.add_safe_globals([{name}]) "
+                f"(or the safe_globals([{name}]) context manager)")
+        return found
 
     def persistent_load(self, pid: Any) -> np.ndarray:
+        if isinstance(pid, tuple) and len(pid) == 4 and pid[0] == "ndarray":  # an array inside a whole object
+            _, key, dtype, shape = pid
+            if np.dtype(dtype) not in _STORAGE_TYPES:
+                raise UnsafeCheckpointError(f"load: {self.source} holds an array of dtype {dtype}")
+            raw = self.archive.read(f"{self.prefix}data/{key}")
+            return np.frombuffer(bytearray(raw), dtype=np.dtype(dtype).newbyteorder("<")).astype(
+                np.dtype(dtype), copy=False).reshape(shape)
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)):
             raise UnsafeCheckpointError(f"load: {self.source} holds a reference {pid!r} that is not a storage")
         _, kind, key, location, numel = pid
@@ -355,13 +440,12 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
          weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Read a checkpoint written by ``save`` or by ``torch.save``; tensors come back as tinyattn Tensors.
 
-    Only weights-only loading exists (torch's default since 2.6): ``weights_only=False``, which in
-    torch may run arbitrary code from the file, is refused, and so is a ``pickle_module``.
+    Weights-only loading is the default (torch's since 2.6): the file may name only tensors, containers and
+    what ``add_safe_globals`` admitted. ``weights_only=False`` unpickles whole objects (a saved model), which
+    can run any code in the file, as in torch: only for files you trust. A ``pickle_module`` is refused.
     ``map_location`` may name the CPU; a GPU is refused, as on a torch built without CUDA.
     ``mmap=True`` is accepted and reads the file whole (the values are the same).
     """
-    if weights_only is False:
-        raise ValueError("load: only weights_only=True is supported (a full unpickle can run any code in the file)")
     if pickle_module is not None or pickle_load_args:
         raise TypeError("load: pickle_module and pickle arguments are not supported (weights-only loading reads "
                         f"the format itself); got {sorted(pickle_load_args) or ['pickle_module']}")
@@ -383,7 +467,9 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle
         byteorder = archive.read(f"{prefix}byteorder").decode() if f"{prefix}byteorder" in names else "little"
         if byteorder != "little":
             raise RuntimeError(f"load: {source} was written {byteorder}-endian; only little-endian files are read")
-        return _Reader(archive.read(pickles[0]), archive, prefix, source, map_location is not None).load()
+        return _Reader(archive.read(pickles[0]), archive, prefix, source, map_location is not None,
+                       weights_only is not False).load()
 
 
-__all__ = ["UnsafeCheckpointError", "load", "save"]
+__all__ = ["UnsafeCheckpointError", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
+           "safe_globals", "save"]
