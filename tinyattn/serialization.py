@@ -250,8 +250,10 @@ def _write_archive(obj: Any, f: IO[bytes]) -> None:
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None, pickle_protocol: int = 2,
          _use_new_zipfile_serialization: bool = True, _disable_byteorder_record: bool = False) -> None:
-    """Write ``obj`` to ``f``: a state dict (an optimizer's, a scheduler's, nested containers of tensors) in the
-    form torch reads with ``weights_only=True``; any other object (a whole model, an argparse Namespace) pickled
+    """Write ``obj`` to ``f`` in torch's file format.
+
+    A state dict (an optimizer's, a scheduler's, nested containers of tensors) is written in the form torch
+    reads with ``weights_only=True``; any other object (a whole model, an argparse Namespace) is pickled
     whole, for ``load(weights_only=False)`` or ``add_safe_globals``, as torch.
 
     ``f`` is a path or a binary file object. To a path, the file is written whole under a
