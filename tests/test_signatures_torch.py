@@ -91,7 +91,6 @@ PAIRS = {
 SAME = {("nn.TransformerEncoderLayer", "activation"): ("relu", torch.nn.functional.relu),
         ("nn.TransformerDecoderLayer", "activation"): ("relu", torch.nn.functional.relu),
         ("nn.Transformer", "activation"): ("relu", torch.nn.functional.relu),
-        ("F.log_softmax", "dim"): (inspect.Parameter.empty, None),  # required: torch's implicit dim is deprecated
         ("save", "pickle_module"): (None, __import__("pickle"))}  # None: the format's own pickler
 POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

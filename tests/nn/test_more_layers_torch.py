@@ -126,3 +126,17 @@ def test_deprecated_f_sigmoid_and_tanh_exist_in_torch_too():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert callable(torch.nn.functional.sigmoid) and callable(torch.nn.functional.tanh)
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 4), (2, 3, 4), (2, 2, 3, 4)])
+@pytest.mark.parametrize("which", ["softmax", "log_softmax"])
+def test_the_implicit_dim_is_torchs_guess_with_its_warning(shape, which):
+    x = rng.standard_normal(shape)
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {which} has been deprecated"):
+        ours = getattr(ta.nn.functional, which)(ta.tensor(x))
+    with pytest.warns(UserWarning, match=f"Implicit dimension choice for {which} has been deprecated"):
+        theirs = getattr(torch.nn.functional, which)(torch.tensor(x))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    module = {"softmax": "Softmax", "log_softmax": "LogSoftmax"}[which]
+    with pytest.warns(UserWarning):
+        np.testing.assert_allclose(getattr(ta.nn, module)()(ta.tensor(x)).numpy(), theirs.numpy(), rtol=1e-12)

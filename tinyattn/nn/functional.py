@@ -16,6 +16,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -144,14 +145,23 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return input * input.sigmoid()
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
+def implicit_dim(op: str, ndim: int, stacklevel: int) -> int:
+    """torch's guess when ``dim`` is not given (deprecated, with a warning): 0 for 0-, 1-, 3-D input, else 1."""
+    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an "
+                  "argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``."""
-    return input.softmax(dim)
+    dim = implicit_dim("softmax", input.ndim, _stacklevel) if dim is None else dim
+    return (input if dtype is None else input.to(dtype)).softmax(dim)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``."""
-    return input.log_softmax(dim)
+    dim = implicit_dim("log_softmax", input.ndim, _stacklevel) if dim is None else dim
+    return (input if dtype is None else input.to(dtype)).log_softmax(dim)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

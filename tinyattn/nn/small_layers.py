@@ -83,9 +83,7 @@ class Softmax(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """Same shape in and out."""
-        if self.dim is None:
-            raise ValueError("Softmax: give dim (torch's implicit choice of dim is deprecated)")
-        return input.softmax(dim=self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         """Constructor arguments."""
@@ -155,9 +153,7 @@ class LogSoftmax(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """Same shape in and out."""
-        if self.dim is None:
-            raise ValueError("LogSoftmax: give dim (torch's implicit choice of dim is deprecated)")
-        return input.log_softmax(dim=self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         """``LogSoftmax(dim=1)``."""
