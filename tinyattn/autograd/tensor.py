@@ -625,15 +625,17 @@ def _unwrap(x: Any) -> Any:
 
 
 def _plain_index(index: Any) -> Any:
-    """Replace tensors inside an index by their arrays (the op sees arrays only)."""
+    """Replace tensors inside an index by their arrays (the op sees arrays only); an index of ints ends in
+    ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
     if isinstance(index, tuple):
-        return tuple(_plain_index(i) for i in index)
+        return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
+            (Ellipsis,) if all(type(i) is int for i in index) else ())
     if isinstance(index, Tensor):
         return index.array
     if isinstance(index, list):
         array = np.asarray(index)
         return array.astype(np.int64) if array.size == 0 else array  # x[[]]: an empty integer index, as torch
-    return index
+    return (index, Ellipsis) if type(index) is int else index
 
 
 def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:

@@ -196,7 +196,8 @@ class TensorAPI:
         Outside a graph (grad mode off, or nothing involved requires grad) the result is written into
         this tensor's memory, so every view and ``.data`` of it sees the change. Inside one, the op is
         recorded: it becomes this tensor's ``grad_fn`` (torch's "rebase"), and its backward is the op's
-        formula. Either way the version counter moves on, so a backward that saved the old value refuses.
+        formula; a view's base gets the change and a new history too (``views.py``). Either way the version
+        counter moves on, so a backward that saved the old value refuses.
         A leaf that requires grad is refused (unless grad mode is off, as in an optimizer's step).
         """
         in_graph = grad_mode._grad_enabled and (self._requires_grad or any(
@@ -204,9 +205,8 @@ class TensorAPI:
         if in_graph and self._requires_grad and self._grad_fn is None:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation "
                                "(wrap it in `with ta.no_grad():`, as optimizers do)")
-        if in_graph and self._base is not None and self._grad_fn is not None:
-            raise RuntimeError(f"{op}: an in-place change to a view ({self._grad_fn.name}'s output) inside the graph "
-                               "is not supported here; clone() it first, or make the change under no_grad")
+        if in_graph and self._base is not None:  # a view: its base's history is rewritten (views.py)
+            return self._change_view_in_place(op, fn, args, kwargs)
         result = fn.apply(self, *args, **kwargs)
         if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):  # (copies and fills cast: always can)
             raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type "
@@ -229,6 +229,15 @@ class TensorAPI:
             self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
         else:
             self.array[...] = result.array
+        return self
+
+    def _change_view_in_place(self: Tensor, op: str, fn: Any, args: tuple, kwargs: dict) -> Tensor:
+        from . import views  # (views.py builds on tensor.py, which imports this file: looked up when a view changes)
+
+        views.change_in_place(self, op, fn, args, kwargs)
+        self._version += 1
+        if self._base is not None:
+            self._base._version += 1
         return self
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:

@@ -1,0 +1,72 @@
+"""An in-place change to a view inside a graph: the base's history is rewritten, as torch does ("rebase").
+
+``v = y.reshape(-1)`` shares ``y``'s memory; ``v[mask] = -1e6`` (d2l's masked softmax) must change ``y``
+too, and the gradient must know. With ``V`` the view (reshape, transpose, slicing: each element of
+``y`` appears at most once in ``v``) and ``r`` the changed view, the new base is
+
+    y' = y + Vᵀ(r - V(y))
+
+(``Vᵀ`` puts a view-shaped tensor back into the base's shape, zeros elsewhere: the view op's own
+backward, recorded as ``Transposed``). So the base's new ``grad_fn`` gets the gradient to ``r`` where
+the view reaches and to the old ``y`` elsewhere; the view's own history becomes ``V(y')``. The values
+are written into the base's memory, so every view of it sees them, and the version counter of the
+base moves on, so an op that saved the old values refuses its backward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .function import Context, Function
+from .higher_order import Transposed
+from .ops.elementwise import Cast, Clone
+from .ops.shape import Expand
+from .tensor import Tensor
+
+
+def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """``view``'s value becomes ``fn(view, *args)``, recorded, with its base's history rewritten (see above)."""
+    base = view._base
+    assert base is not None  # (called for views only)
+    if base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(f"{op}: a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation (wrap it in `with ta.no_grad():`, or change a clone)")
+    chain = _chain(op, view, base)
+    result = fn.apply(Clone.apply(view), *args, **kwargs)  # (on a copy: what the op saves is not the shared memory)
+    if not np.can_cast(result.dtype, view.dtype, casting="same_kind"):
+        raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type {view.dtype}")
+    if result.dtype != view.dtype:
+        result = Cast.apply(result, dtype=view.dtype)
+    put_back = result - view  # (the change, in the view's shape)
+    for view_fn, ctx in chain:  # Vᵀ: each view op's backward, from the view back to the base
+        put_back = Transposed.apply(put_back, op=view_fn, op_ctx=ctx)
+    new_base = base + put_back
+    base.array[...] = new_base.array  # the base's memory: every view of it sees the new values
+    base._grad_fn, base._requires_grad = new_base._grad_fn, True
+    again = base
+    for view_fn, ctx in reversed(chain):  # V(y'): the view's history, from the new base
+        again = view_fn.apply(again, **ctx.kwargs)
+    view._grad_fn, view._requires_grad = again._grad_fn, True
+
+
+def _chain(op: str, view: Tensor, base: Tensor) -> list[tuple[type[Function], Context]]:
+    """The view ops from ``view`` back to ``base``, each with its context; refused where torch refuses or the
+    chain cannot be read (a view of a tensor outside the graph)."""
+    target = base._grad_fn or base._leaf_node
+    node, chain = view._grad_fn, []
+    while node is not None and node is not target:
+        if node.fn is Expand:
+            raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to tensor "
+                               "refers to a single memory location (an expanded view). Please clone() the tensor "
+                               "before performing the operation.")
+        if not node.fn.is_view or node.ctx is None:
+            break
+        chain.append((node.fn, node.ctx))
+        node = node.edges[0]
+    if node is None or node is not target:
+        raise RuntimeError(f"{op}: an in-place change to a view of a tensor that does not require grad, with a "
+                           "value that does, is not supported here; clone() the view first, or make the base "
+                           "require grad")
+    return chain
