@@ -140,3 +140,23 @@ def test_the_implicit_dim_is_torchs_guess_with_its_warning(shape, which):
     module = {"softmax": "Softmax", "log_softmax": "LogSoftmax"}[which]
     with pytest.warns(UserWarning):
         np.testing.assert_allclose(getattr(ta.nn, module)()(ta.tensor(x)).numpy(), theirs.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape, groups", [((4, 4, 3), 1), ((6, 3, 3, 3), 2), ((2, 3, 3, 3, 3), 1)])
+def test_dirac_is_torchs_and_makes_a_convolution_pass_its_input_through(shape, groups):
+    np.testing.assert_array_equal(ta.nn.init.dirac_(ta.empty(*shape), groups).numpy(),
+                                  torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+    w = ta.nn.init.dirac_(ta.empty(3, 3, 3, 3))
+    x = ta.tensor(rng.standard_normal((1, 3, 5, 5)), dtype=ta.float32)
+    np.testing.assert_allclose(ta.nn.functional.conv2d(x, w, padding=1).numpy(), x.numpy(), rtol=1e-6)
+
+
+def test_sparse_zeros_that_many_of_each_column_and_draws_the_rest_with_std():
+    ta.manual_seed(0)
+    w = ta.nn.init.sparse_(ta.empty(200, 30), sparsity=0.25, std=0.5).numpy()
+    assert all((w[:, j] == 0).sum() == 50 for j in range(30))
+    assert abs(w[w != 0].std() - 0.5) < 0.03
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
+        ta.nn.init.sparse_(ta.empty(2, 2, 2), 0.5)
+    with pytest.warns(FutureWarning, match="`nn.init.sparse` is now deprecated"):
+        ta.nn.init.sparse(ta.empty(4, 4), 0.5)

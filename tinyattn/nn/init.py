@@ -154,6 +154,35 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator: object = None) -> Tenso
     return t
 
 
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """A convolution's weight ``(out, in, *kernel)`` that passes its input through: a 1 at the kernel's centre
+    for each output channel's own input channel (per group), zeros elsewhere."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = t.shape[0] // groups
+    if t.shape[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    t.array[...] = 0
+    centre = tuple(k // 2 for k in t.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, t.shape[1])):
+            t.array[(g * out_per_group + d, d) + centre] = 1
+    return t
+
+
+def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator: object = None) -> Tensor:
+    """A 2-D ``t`` drawn from N(0, std), with ``ceil(sparsity * rows)`` elements of each column set to zero."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, columns = t.shape
+    zeros = int(math.ceil(sparsity * rows))
+    rng = default_generator()
+    t.array[...] = rng.normal(0.0, std, t.shape)
+    for column in range(columns):
+        t.array[rng.permutation(rows)[:zeros], column] = 0
+    return t
+
+
 def _deprecated(name: str) -> Any:
     def alias(*args: Any, **kwargs: Any) -> Any:
         warnings.warn(f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.", FutureWarning,
@@ -168,4 +197,5 @@ def _deprecated(name: str) -> Any:
 uniform, normal, constant = _deprecated("uniform"), _deprecated("normal"), _deprecated("constant")
 xavier_uniform, xavier_normal = _deprecated("xavier_uniform"), _deprecated("xavier_normal")
 kaiming_uniform, kaiming_normal = _deprecated("kaiming_uniform"), _deprecated("kaiming_normal")
-orthogonal = _deprecated("orthogonal")
+orthogonal, eye, dirac, sparse = (_deprecated("orthogonal"), _deprecated("eye"), _deprecated("dirac"),
+                                   _deprecated("sparse"))
