@@ -243,3 +243,14 @@ def test_variable_is_a_new_leaf_sharing_memory_as_torch():
             Variable(a, volatile=True)
         with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
             Variable([1, 2])
+
+
+def test_multinomial_as_a_method_draws_as_the_function():
+    weights = ta.tensor([[0.0, 1.0, 3.0], [2.0, 5.0, 0.0]])
+    ta.manual_seed(4)
+    first = weights.multinomial(2)
+    ta.manual_seed(4)
+    np.testing.assert_array_equal(first.numpy(), ta.multinomial(weights, 2).numpy())
+    theirs = torch.tensor(weights.numpy()).multinomial(2)
+    assert first.dtype == theirs.numpy().dtype and tuple(first.shape) == tuple(theirs.shape)
+    assert sorted(first[0].tolist()) == [1, 2] and sorted(first[1].tolist()) == [0, 1]  # (never a zero weight)

@@ -283,6 +283,13 @@ class TensorMath:
             out.append(self._constant(counts.astype(np.int64)))
         return out[0] if len(out) == 1 else tuple(out)
 
+    def multinomial(self: Tensor, num_samples: int, replacement: builtins.bool = False, *,
+                    generator: Any = None) -> Tensor:
+        """Indices drawn from each row's categorical distribution, with weights ``self`` (``torch.multinomial``)."""
+        from .creation import multinomial  # (creation.py imports tensor.py, which imports this file)
+
+        return multinomial(self, num_samples, replacement, generator=generator)
+
     def argwhere(self: Tensor) -> Tensor:
         """The indices of the nonzero elements, one row each: ``nonzero()``."""
         return self.nonzero()
