@@ -290,8 +290,9 @@ def main(argv: list[str] | None = None) -> int:
                    if len(v["programs"]) >= args.min_programs), key=lambda r: (-r[0], r[1]))
     width = max([len("name")] + [len(r[1]) for r in rows])
     print(f"{'name':<{width}}  programs  provided")
-    for count, name, ok in rows:
-        print(f"{name:<{width}}  {count:>8}  {'yes' if ok else 'NO'}")
+    refusing = corpus.get("impossible", {}) if corpus is not None else {}
+    for count, name, ok in rows:  # (a name that exists but whose call refuses, with its reason, says so)
+        print(f"{name:<{width}}  {count:>8}  {('refuses' if name in refusing else 'yes') if ok else 'NO'}")
     missing = sum(not ok for _, _, ok in rows)
     print(f"\n{len(rows)} names used by {args.min_programs} or more programs: {len(rows) - missing} provided, "
           f"{missing} not")
