@@ -336,7 +336,7 @@ def test_a_list_for_input_is_refused_naming_the_function_as_torch(name):
             "softmax": ([1.0], 0), "log_softmax": ([1.0], 0), "narrow": ([1.0], 0, 0, 1),
             "matrix_power": ([[1.0]], 2), "cumsum": ([1.0], 0), "index_select": ([1.0], 0, ta.tensor([0])),
             "index_fill": ([1.0], 0, ta.tensor([0]), 0.0), "scatter": ([1.0], 0, ta.tensor([0]), ta.ones(1)),
-            "swapdims": ([[1.0]], 0, 1), "broadcast_to": ([1.0], (1,))}.get(name)
+            "swapdims": ([[1.0]], 0, 1), "broadcast_to": ([1.0], (1,)), "logsumexp": ([1.0], 0)}.get(name)
     binary = {"allclose", "isclose", "equal", "logical_and", "logical_or", "logical_xor", "matmul", "mm", "bmm",
               "dot", "outer", "eq", "ne", "remainder", "floor_divide", "masked_select", "true_divide", "multiply",
               "subtract", "divide", "gt", "ge", "lt", "le", "greater", "greater_equal", "less", "less_equal",

@@ -254,3 +254,42 @@ def test_multinomial_as_a_method_draws_as_the_function():
     theirs = torch.tensor(weights.numpy()).multinomial(2)
     assert first.dtype == theirs.numpy().dtype and tuple(first.shape) == tuple(theirs.shape)
     assert sorted(first[0].tolist()) == [1, 2] and sorted(first[1].tolist()) == [0, 1]  # (never a zero weight)
+
+
+@pytest.mark.parametrize("name", ["abs_", "exp_", "log_", "sqrt_", "tanh_", "sigmoid_", "relu_", "neg_", "sin_",
+                                  "cos_"])
+def test_elementwise_in_place_as_torch_inside_the_graph_and_out(name):
+    start = np.abs(A) + 0.5 if name in ("log_", "sqrt_") else A
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(start, requires_grad=True)
+        y = x * 1.5
+        getattr(y, name)()
+        (y * lib.tensor(B)).sum().backward()
+        plain = lib.tensor(start)
+        getattr(plain, name)()
+        results.append([y.detach().numpy(), x.grad.numpy(), plain.numpy()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        getattr(ta.tensor(start, requires_grad=True), name)()
+
+
+@pytest.mark.parametrize("dim, keepdim", [(1, False), (0, True), (-1, True), ((0, 1), False)])
+def test_logsumexp_as_torch_with_a_row_of_minus_infinity(dim, keepdim):
+    x = A.copy()
+    x[1] = -np.inf
+    results = []
+    for lib in (ta, torch):
+        t = lib.tensor(x, requires_grad=True)
+        out = lib.logsumexp(t, dim, keepdim=keepdim)
+        out.backward(lib.tensor(np.random.default_rng(2).standard_normal(tuple(out.shape))))
+        results.append([out.detach().numpy(), np.nan_to_num(t.grad.numpy())])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_module_half_casts_as_torch():
+    for lib in (ta, torch):
+        layer = lib.nn.Linear(2, 2).half()
+        assert layer.weight.dtype == lib.float16

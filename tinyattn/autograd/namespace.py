@@ -26,6 +26,7 @@ __all__ = [
     "cumsum", "diag", "divide", "floor", "ge", "greater", "greater_equal", "gt", "index_fill", "index_select", "le",
     "less", "less_equal", "lt", "matrix_power", "maximum", "minimum", "multiply", "mv", "not_equal", "prod", "ravel",
     "reciprocal", "round", "scatter", "sign", "subtract", "swapdims", "true_divide", "trunc", "unique",
+    "logsumexp",
 ]
 
 
@@ -660,3 +661,8 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Whether some element (along ``dim``) is nonzero."""
     return _tensor("any", input).any(dim, keepdim)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed stably."""
+    return _tensor("logsumexp", input).logsumexp(dim, keepdim)

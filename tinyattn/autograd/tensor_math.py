@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .function import normalize_dim
-from .ops.elementwise import Add, Div, MaskedFill, Mul, Sub
+from .ops.elementwise import Abs, Add, Cos, Div, Exp, Log, MaskedFill, Mul, Neg, ReLUFn, Sigmoid, Sin, Sqrt, Sub, Tanh
 from .ops.shape import SetItem, gather_index
 
 if TYPE_CHECKING:
@@ -234,6 +234,56 @@ class TensorMath:
         """``scatter``, in place."""
         where = self._scatter_where("scatter_", dim, index)
         return self._in_place("scatter_", SetItem, self._scatter_value(index, src), index=where)
+
+    # -- the elementwise ops, in place (each through the one in-place mechanism, _in_place) ----------------
+
+    def abs_(self: Tensor) -> Tensor:
+        """``abs``, in place."""
+        return self._in_place("abs_", Abs)
+
+    def exp_(self: Tensor) -> Tensor:
+        """``exp``, in place."""
+        return self._in_place("exp_", Exp)
+
+    def log_(self: Tensor) -> Tensor:
+        """``log``, in place."""
+        return self._in_place("log_", Log)
+
+    def sqrt_(self: Tensor) -> Tensor:
+        """``sqrt``, in place."""
+        return self._in_place("sqrt_", Sqrt)
+
+    def tanh_(self: Tensor) -> Tensor:
+        """``tanh``, in place."""
+        return self._in_place("tanh_", Tanh)
+
+    def sigmoid_(self: Tensor) -> Tensor:
+        """``sigmoid``, in place."""
+        return self._in_place("sigmoid_", Sigmoid)
+
+    def relu_(self: Tensor) -> Tensor:
+        """``relu``, in place."""
+        return self._in_place("relu_", ReLUFn)
+
+    def neg_(self: Tensor) -> Tensor:
+        """``-self``, in place."""
+        return self._in_place("neg_", Neg)
+
+    def sin_(self: Tensor) -> Tensor:
+        """``sin``, in place."""
+        return self._in_place("sin_", Sin)
+
+    def cos_(self: Tensor) -> Tensor:
+        """``cos``, in place."""
+        return self._in_place("cos_", Cos)
+
+    def logsumexp(self: Tensor, dim: Any, keepdim: builtins.bool = False) -> Tensor:
+        """``log(sum(exp(self), dim))``, computed stably: the largest element taken out first (a constant)."""
+        m = self.amax(dim, keepdim=True).detach()
+        finite = m.masked_fill(~np.isfinite(m.array), 0.0)  # (a row of -inf: its log-sum is -inf, not nan)
+        out = ((self - finite).exp().sum(dim, keepdim=True)).log() + finite
+        return out if keepdim else out.squeeze(dim) if isinstance(dim, int) else out.reshape(
+            [n for d, n in enumerate(out.shape) if d not in {x % max(self.ndim, 1) for x in dim}])
 
     # -- reshaping spellings ---------------------------------------------------------------------------
 

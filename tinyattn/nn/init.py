@@ -155,8 +155,10 @@ def orthogonal_(t: Tensor, gain: float = 1.0, generator: object = None) -> Tenso
 
 
 def dirac_(t: Tensor, groups: int = 1) -> Tensor:
-    """A convolution's weight ``(out, in, *kernel)`` that passes its input through: a 1 at the kernel's centre
-    for each output channel's own input channel (per group), zeros elsewhere."""
+    """Make a convolution's weight ``(out, in, *kernel)`` pass its input through (torch's Dirac delta).
+
+    Each output channel gets a 1 at the kernel's centre for its own input channel (per group), zeros elsewhere.
+    """
     if t.ndim not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     out_per_group = t.shape[0] // groups

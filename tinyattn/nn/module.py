@@ -182,6 +182,10 @@ class Module:
         """Evaluation mode (dropout is the identity)."""
         return self.train(False)
 
+    def half(self) -> Module:
+        """Cast the floating-point parameters and buffers to float16: ``to(float16)``."""
+        return self.to(np.float16)
+
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move to a device and/or cast floating-point parameters (and gradients) to a dtype, in place, as torch.
 
