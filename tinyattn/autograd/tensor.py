@@ -629,7 +629,7 @@ def _plain_index(index: Any) -> Any:
     ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
     if isinstance(index, tuple):
         return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
-            (Ellipsis,) if all(type(i) is int for i in index) else ())
+            (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())
     if isinstance(index, Tensor):
         return index.array
     if isinstance(index, list):
