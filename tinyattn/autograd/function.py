@@ -58,9 +58,12 @@ class Context:
 class Function:
     """Base class of every differentiable op; subclass it to write your own.
 
-    Example::
+    tinyattn's ops compute on arrays, and so does a Function of yours that says ``on_arrays = True``;
+    one without it gets torch's contract instead, Tensors in and out (``custom_function.py``). Example::
 
         class Square(Function):
+            on_arrays = True
+
             @staticmethod
             def forward(ctx, x):
                 ctx.save_for_backward(x)
