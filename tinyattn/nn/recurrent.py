@@ -50,6 +50,30 @@ def gru_step(x_proj: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Te
     return (1 - z) * n + z * h
 
 
+def step(mode: str, x_proj: Tensor, state: list[Tensor], w_hh: Tensor, b_hh: Tensor | None) -> list[Tensor]:
+    """One time step of ``mode`` (``"LSTM"``, ``"GRU"``, ``"RNN_TANH"``, ``"RNN_RELU"``): the new ``[h]``
+    (``[h, c]`` for LSTM) from the step's input term ``x_proj`` and the last state."""
+    if mode == "LSTM":
+        return list(lstm_step(x_proj, state[0], state[1], w_hh, b_hh))
+    if mode == "GRU":
+        return [gru_step(x_proj, state[0], w_hh, b_hh)]
+    return [rnn_step(x_proj, state[0], w_hh, b_hh, relu=mode == "RNN_RELU")]
+
+
+def add_step_weights(module: Module, mode: str, input_size: int, hidden_size: int, bias: bool, dtype: Any,
+                     suffix: str = "") -> None:
+    """``weight_ih{suffix}``, ``weight_hh{suffix}`` (and the two biases) of one step, each drawn from
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) as torch's, the gates stacked along dim 0."""
+    gates, bound = GATES[mode] * hidden_size, 1.0 / math.sqrt(hidden_size)
+    shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, input_size), "weight_hh": (gates, hidden_size)}
+    if bias:
+        shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+    for kind, shape in shapes.items():
+        p = Parameter(np.empty(shape, dtype=dtype))
+        init.uniform_(p, -bound, bound)
+        setattr(module, kind + suffix, p)
+
+
 class RNNBase(Module):
     """What ``RNN``, ``LSTM`` and ``GRU`` share: the parameters, the shapes, the loop over layers and time."""
 
@@ -72,18 +96,10 @@ class RNNBase(Module):
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         dtype = float_dtype(dtype, device)
-        gates = GATES[self.mode] * hidden_size
-        bound = 1.0 / math.sqrt(hidden_size)
         for layer in range(num_layers):
             for suffix in ("", "_reverse")[: 2 if bidirectional else 1]:
                 width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
-                shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, width), "weight_hh": (gates, hidden_size)}
-                if bias:
-                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
-                for kind, shape in shapes.items():
-                    p = Parameter(np.empty(shape, dtype=dtype))
-                    init.uniform_(p, -bound, bound)
-                    setattr(self, f"{kind}_l{layer}{suffix}", p)
+                add_step_weights(self, self.mode, width, hidden_size, bias, dtype, f"_l{layer}{suffix}")
 
     def _weights(self, layer: int, suffix: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
         name = f"l{layer}{suffix}"
@@ -151,16 +167,9 @@ class RNNBase(Module):
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
         outputs: list[Tensor] = [x] * x.shape[0]
         for t in steps:
-            state = self._step(projected[t], state, w_hh, b_hh)
+            state = step(self.mode, projected[t], state, w_hh, b_hh)
             outputs[t] = state[0]
         return stack(outputs, 0), state
-
-    def _step(self, x_proj: Tensor, state: list[Tensor], w_hh: Tensor, b_hh: Tensor | None) -> list[Tensor]:
-        if self.mode == "LSTM":
-            return list(lstm_step(x_proj, state[0], state[1], w_hh, b_hh))
-        if self.mode == "GRU":
-            return [gru_step(x_proj, state[0], w_hh, b_hh)]
-        return [rnn_step(x_proj, state[0], w_hh, b_hh, relu=self.mode == "RNN_RELU")]
 
     def extra_repr(self) -> str:
         """``LSTM(10, 20, num_layers=2, batch_first=True)``, as torch prints it."""
@@ -211,18 +220,10 @@ class RNNCellBase(Module):
                  dtype: Any = None) -> None:
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        dtype = float_dtype(dtype, device)
-        gates, bound = GATES[self.mode] * hidden_size, 1.0 / math.sqrt(hidden_size)
-        shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, input_size), "weight_hh": (gates, hidden_size)}
-        if bias:
-            shapes.update(bias_ih=(gates,), bias_hh=(gates,))
-        else:
+        if not bias:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
-        for name, shape in shapes.items():
-            p = Parameter(np.empty(shape, dtype=dtype))
-            init.uniform_(p, -bound, bound)
-            setattr(self, name, p)
+        add_step_weights(self, self.mode, input_size, hidden_size, bias, float_dtype(dtype, device))
 
     def _inputs(self, input: Tensor, hx: Any) -> tuple[Tensor, list[Tensor], bool]:
         if not isinstance(input, Tensor) or input.ndim not in (1, 2):
@@ -243,13 +244,7 @@ class RNNCellBase(Module):
     def forward(self, input: Tensor, hx: Any = None) -> Any:
         """``h'`` (``(h', c')`` for LSTMCell) from ``input (N, H_in)`` and ``hx (N, H)``."""
         x, states, batched = self._inputs(input, hx)
-        projected = F.linear(x, self.weight_ih, self.bias_ih)
-        if self.mode == "LSTM":
-            out = list(lstm_step(projected, states[0], states[1], self.weight_hh, self.bias_hh))
-        elif self.mode == "GRU":
-            out = [gru_step(projected, states[0], self.weight_hh, self.bias_hh)]
-        else:
-            out = [rnn_step(projected, states[0], self.weight_hh, self.bias_hh, relu=self.mode == "RNN_RELU")]
+        out = step(self.mode, F.linear(x, self.weight_ih, self.bias_ih), states, self.weight_hh, self.bias_hh)
         out = out if batched else [o.squeeze(0) for o in out]
         return out[0] if len(out) == 1 else tuple(out)
 
