@@ -30,12 +30,7 @@ class RMSprop(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p in self._indexed_params():
-            if p.grad is None:
-                continue
-            g = -p.grad.array if group["maximize"] else p.grad.array
-            if group["weight_decay"]:
-                g = g + group["weight_decay"] * p.array
+        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             state = self.state.setdefault(i, {})
             if not state:
                 state["step"] = 0
@@ -78,17 +73,12 @@ class Adagrad(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p in self._indexed_params():
-            if p.grad is None:
-                continue
-            g = -p.grad.array if group["maximize"] else p.grad.array
+        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             state = self.state.setdefault(i, {})
             if not state:
                 state["step"] = 0
                 state["sum"] = np.full_like(p.array, group["initial_accumulator_value"])
             state["step"] += 1
-            if group["weight_decay"]:
-                g = g + group["weight_decay"] * p.array
             lr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
             state["sum"] = np.asarray(state["sum"] + g * g)
             p.array -= lr * g / (np.sqrt(state["sum"]) + group["eps"])

@@ -40,12 +40,7 @@ class SGD(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p in self._indexed_params():
-            if p.grad is None:
-                continue
-            g = -p.grad.array if group["maximize"] else p.grad.array
-            if group["weight_decay"]:
-                g = g + group["weight_decay"] * p.array
+        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             if group["momentum"]:
                 state = self.state.setdefault(i, {})
                 buf = state.get("momentum_buffer")
