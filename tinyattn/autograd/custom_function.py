@@ -39,7 +39,6 @@ class FunctionCtx(Context):
                 raise TypeError(f"save_for_backward can only save variables, but argument {tensors.index(t)} is "
                                 f"of type {type(t).__name__}")
         self.saved_tensors = tensors
-        self.saved_versions = tuple(None if t is None else t._version for t in tensors)
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """These outputs get no gradient (an index, a mask): they come out with ``requires_grad=False``."""
@@ -56,7 +55,6 @@ class FunctionCtx(Context):
 
     non_differentiable: tuple[Tensor, ...] = ()
     materialize_grads = True
-    saved_versions: tuple[int | None, ...] = ()
 
 
 def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,7 +128,8 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     # a saved output is the output returned (its history and all: a second derivative reaches through it)
     returned = {id(o): r for o, r in zip(outputs, results_list) if o is not None}
     ctx.saved_tensors = tuple(returned.get(id(t), t) for t in ctx.saved_tensors)
-    ctx.saved_versions = tuple(None if t is None else t._version for t in ctx.saved_tensors)
+    # what the user saved, with its versions now: the node's own check refuses its backward if one changes
+    call._grad_fn.saved_versions = tuple((t, t._version) for t in ctx.saved_tensors if t is not None)
     return results_list[0] if single else tuple(results_list)
 
 
@@ -160,7 +159,6 @@ class CustomCall(Function):
             piece = flat[start:start + size].reshape(shape) if len(layout) > 1 else flat.reshape(shape)
             grads[i] = piece if piece.dtype == dtype else piece.to(dtype)
             start += size
-        _check_versions(fn, user_ctx)
         with grad_mode.set_grad_enabled(recording):
             result = fn.backward(user_ctx, *grads)
         result = result if isinstance(result, tuple) else (result,)
@@ -178,10 +176,3 @@ class CustomCall(Function):
                 out.append(np.asarray(g.array if isinstance(g, Tensor) else g))
         return tuple(out)
 
-
-def _check_versions(fn: type[Function], ctx: FunctionCtx) -> None:
-    for i, (t, version) in enumerate(zip(ctx.saved_tensors, ctx.saved_versions)):
-        if t is not None and t._version != version:
-            raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
-                               f"inplace operation: saved tensor {i} of {fn.__name__} is at version {t._version}; "
-                               f"expected version {version} instead")
