@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from . import dtypes, printing  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
+from .devices import check_device
 from .function import LeafNode, Node, normalize_dim
 from .grad_mode import is_grad_enabled
 from .ops.elementwise import (
@@ -86,8 +87,6 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
 
 def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.ndarray:
     """The array of ``Tensor(*args)``, ``FloatTensor(*args)``: sizes give zeros, a sequence its values in ``dtype``."""
-    from .devices import check_device
-
     check_device(name, device)
     if not args:
         return np.zeros((0,), dtype)

@@ -69,13 +69,14 @@ class TensorMath:
 
     def maximum(self: Tensor, other: Tensor) -> Tensor:
         """The larger of the two, element by element (the gradient goes to the larger one; half each on ties)."""
-        return self._pick_larger(other, self.array > other.array)
+        return self._pick(other, self.array > other.array)
 
     def minimum(self: Tensor, other: Tensor) -> Tensor:
         """The smaller of the two, element by element (the gradient goes to the smaller one; half each on ties)."""
-        return self._pick_larger(other, self.array < other.array)
+        return self._pick(other, self.array < other.array)
 
-    def _pick_larger(self: Tensor, other: Tensor, mine: np.ndarray) -> Tensor:
+    def _pick(self: Tensor, other: Tensor, mine: np.ndarray) -> Tensor:
+        """``self`` where ``mine``, else ``other``; where they tie, their mean (so each gets half the gradient)."""
         from .tensor import where
 
         picked = where(mine, self, other)
@@ -281,9 +282,8 @@ class TensorMath:
         """``log(sum(exp(self), dim))``, computed stably: the largest element taken out first (a constant)."""
         m = self.amax(dim, keepdim=True).detach()
         finite = m.masked_fill(~np.isfinite(m.array), 0.0)  # (a row of -inf: its log-sum is -inf, not nan)
-        out = ((self - finite).exp().sum(dim, keepdim=True)).log() + finite
-        return out if keepdim else out.squeeze(dim) if isinstance(dim, int) else out.reshape(
-            [n for d, n in enumerate(out.shape) if d not in {x % max(self.ndim, 1) for x in dim}])
+        total = (self - finite).exp().sum(dim, keepdim=keepdim).log()
+        return total + (finite if keepdim else finite.reshape(total.shape))
 
     # -- reshaping spellings ---------------------------------------------------------------------------
 
