@@ -34,7 +34,7 @@ def test_a_node_keeps_what_backward_needs_and_nothing_for_display():
     # the versions of the saved inputs (backward's safety check), and for a backward recorded as ops
     # (create_graph) the inputs and the output (its id) that saved arrays are, and a fused op's inputs
     assert set(Node.__slots__) == {"fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions",
-                                   "saved_inputs", "output_id", "inputs", "__weakref__"}
+                                   "output_id", "inputs", "__weakref__"}
 
 
 def test_the_engine_takes_no_hook():

@@ -26,7 +26,7 @@ import numpy as np
 from .function import Node
 from .grad_mode import active_recorder
 from .higher_order import backward_graph
-from .tensor import Tensor, _unwrap
+from .tensor import Tensor
 
 
 def _released_error(node: Node) -> RuntimeError:
@@ -103,7 +103,7 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
         return np.ones_like(root.array)
-    g = np.asarray(_unwrap(gradient), dtype=root.dtype)
+    g = np.asarray(gradient.array if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
     if g.shape != root.shape:
         raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
     return g
@@ -131,12 +131,17 @@ def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
 def backward(
     tensors: Tensor, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False
 ) -> None:
-    """``tensors.backward(grad_tensors)``: add the weighted derivatives to each leaf's ``.grad`` (torch's names).
+    """``torch.autograd.backward``: ``tensors.backward(grad_tensors)``, for one tensor or a one-element sequence."""
+    root, gradient = _one_output("backward", tensors, grad_tensors)
+    run_backward(root, gradient, retain_graph, create_graph)
+
+
+def run_backward(root: Tensor, gradient: Any, retain_graph: bool | None, create_graph: bool) -> None:
+    """``root.backward(gradient)``: add the weighted derivatives to each leaf's ``.grad`` (``Tensor.backward``).
 
     With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
-    root, gradient = _one_output("backward", tensors, grad_tensors)
     # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
     grad_root = _graph_root(root, gradient) if create_graph else _root_gradient(root, gradient)
     for node, grad_output in propagate(root.gradient_edge(), grad_root, retain_graph, None, create_graph):  # type: ignore[arg-type]

@@ -160,13 +160,12 @@ class Node:
     """
 
     __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "output_id", "saved_versions",
-                 "saved_inputs", "inputs", "__weakref__")
+                 "inputs", "__weakref__")
 
     fn: type[Function]
     ctx: Context | None  # (None once released, and for a leaf)
     retained: weakref.ref | None  # the tensor whose .grad gets this node's output gradient
     saved_versions: Sequence[tuple[Any, int]]
-    saved_inputs: Sequence[Any]
     released: bool
 
     def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...], out: Any = None) -> None:
@@ -184,8 +183,7 @@ class Node:
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
-        saved = saved_sources(ctx.saved_tensors, inputs) if ctx.saved_tensors else NOTHING_SAVED
-        self.saved_versions, self.saved_inputs = saved
+        self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()
 
     @property
     def name(self) -> str:
@@ -240,7 +238,7 @@ class Node:
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
         self.ctx = None
-        self.edges = self.saved_versions = self.saved_inputs = self.inputs = ()
+        self.edges = self.saved_versions = self.inputs = ()
         self.released = True
 
     def output_changed(self, array: np.ndarray) -> None:
@@ -258,22 +256,17 @@ class OverwrittenOutput:
         self.shape, self.op = shape, op
 
 
-def saved_sources(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
-    """``(tensor, version)`` for each input whose very array forward saved (torch's saved-variable check; a view's
-    version is its base's), and those inputs (a backward recorded as ops computes on them, history and all)."""
-    versions, sources = [], []
+def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> list[tuple[Any, int]]:
+    """``(tensor, version)`` for each input whose very array forward saved: torch's saved-variable check (and,
+    for a backward recorded as ops, the inputs it computes on, history and all)."""
+    versions = []
     for x in inputs:
         if isinstance(x, Tensor):
             for s in saved:
                 if s is x.array:
-                    root = x if x._base is None else x._base
-                    versions.append((root, root._version))
-                    sources.append(x)
+                    versions.append((x, x._version))
                     break
-    return versions, sources
-
-
-NOTHING_SAVED = ((), ())  # (what saved_sources finds when forward saved nothing)
+    return versions
 
 
 def modified_error(node: Node, tensor: Any, version: int) -> RuntimeError:
@@ -306,7 +299,7 @@ class LeafNode(Node):
 
     def __init__(self, leaf: Any) -> None:
         self.fn, self.ctx, self.retained, self.released = AccumulateGrad, None, weakref.ref(leaf), False
-        self.edges = self.input_meta = self.saved_versions = self.saved_inputs = self.inputs = ()
+        self.edges = self.input_meta = self.saved_versions = self.inputs = ()
 
 
 # ---------------------------------------------------------------------------

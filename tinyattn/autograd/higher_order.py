@@ -82,8 +82,9 @@ def _on_tensors(node: Node) -> Any:
     output (a Tensor whose grad_fn is this node), anything else a constant."""
     ctx: Any = copy.copy(node.ctx)
     saved = list(ctx.saved_tensors)
-    for tensor in node.saved_inputs:  # (every place forward saved the input's array: x * x saves it twice)
-        saved = [tensor if s is tensor.array else s for s in saved]
+    for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
+        if isinstance(tensor, Tensor):  # (not an output overwritten since: backward refused it already)
+            saved = [tensor if s is tensor.array else s for s in saved]
     saved = [Tensor._from_op(np.asarray(s), node) if id(s) == node.output_id else s for s in saved]
     ctx.saved_tensors = tuple(saved)
     return ctx

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 # The tensor's own state: its value, and the graph's (which stays with the original)
-_OWN = frozenset({"array", "_requires_grad", "_grad", "_grad_fn", "_leaf_node", "_version", "_base"})
+_OWN = frozenset({"array", "_requires_grad", "_grad", "_grad_fn", "_leaf_node", "_changes", "_base"})
 
 
 def deepcopy(tensor: Tensor, memo: dict[int, Any]) -> Tensor:

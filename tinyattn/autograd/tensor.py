@@ -123,7 +123,7 @@ class Tensor(TensorAPI, TensorMath):
     name: str | None = None
     _grad_fn: Node | None = None
     _leaf_node: LeafNode | None = None
-    _version = 0  # bumped by every in-place change; a backward that needs the old value refuses
+    _changes = 0  # in-place changes of this tensor's memory (a view's are counted on its base: see _version)
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
     _requires_grad = False
 
@@ -175,6 +175,16 @@ class Tensor(TensorAPI, TensorMath):
         self.array = value.array if isinstance(value, Tensor) else np.asarray(value)
 
     # -- autograd state ------------------------------------------------------
+
+    @property
+    def _version(self) -> int:
+        """torch's version counter: bumped by every in-place change of this memory, one counter for a base and
+        all its views. A backward whose forward saved the value refuses once it has moved on (``Node.check_saved``)."""
+        return (self if self._base is None else self._base)._changes
+
+    @_version.setter
+    def _version(self, value: int) -> None:
+        (self if self._base is None else self._base)._changes = value
 
     def named(self, name: str) -> Tensor:
         """Set ``name`` and return the tensor itself: ``q = F.linear(x, w).named("Q")``."""
@@ -247,7 +257,7 @@ class Tensor(TensorAPI, TensorMath):
 
         With ``create_graph=True`` each ``.grad`` is a Tensor that can be differentiated again.
         """
-        engine.backward(self, gradient, retain_graph, create_graph)
+        engine.run_backward(self, gradient, retain_graph, create_graph)
 
     # -- array facts -----------------------------------------------------------
 

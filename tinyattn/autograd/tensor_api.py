@@ -213,17 +213,15 @@ class TensorAPI:
                                f"{self.dtype}")
         if self._grad_fn is not None:
             self._grad_fn.output_changed(self.array)
-        self._version += 1
-        if self._base is not None:  # a view: its base changed with it
-            self._base._version += 1
+        self._version += 1  # (a view's: its base's, which changed with it)
         if in_graph:
             node = result._grad_fn
-            if node is not None:  # what the op saved of this tensor is its old array, which no later change touches
-                node.saved_versions = tuple((t, v) for t, v in node.saved_versions if t is not self)
-                if any(t is self for t in node.saved_inputs):  # a backward recorded as ops reads the old value
-                    old = type(self)._make(self.array, self._requires_grad)
-                    old._grad_fn, old._leaf_node = self._grad_fn, self._leaf_node
-                    node.saved_inputs = [old if t is self else t for t in node.saved_inputs]
+            # what the op saved of this tensor is its old array, which no later change touches: saved from now on
+            # as a tensor of its own, with the old history (which a backward recorded as ops computes on)
+            if node is not None and any(t is self for t, _ in node.saved_versions):
+                old = type(self)._make(self.array, self._requires_grad)
+                old._grad_fn, old._leaf_node = self._grad_fn, self._leaf_node
+                node.saved_versions = [(old, 0) if t is self else (t, v) for t, v in node.saved_versions]
             if result.dtype != self.dtype:
                 result = Cast.apply(result, dtype=self.dtype)
             self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
@@ -236,8 +234,6 @@ class TensorAPI:
 
         views.change_in_place(self, op, fn, args, kwargs)
         self._version += 1
-        if self._base is not None:
-            self._base._version += 1
         return self
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
