@@ -2,6 +2,7 @@
 number; root gradients as numbers, lists or another dtype; one-element output sequences, as torch takes."""
 
 import numpy as np
+import pytest
 
 import tinyattn as ta
 from tinyattn.autograd import Function, grad
@@ -24,7 +25,7 @@ class FirstOnly(Function):
 
 class Halve(Function):
     on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
-    """``out = x / 2`` for a 0-d ``x``; backward returns a Python float."""
+    """``out = x / 2`` for a 0-d ``x``; backward returns a Python float (refused, as torch refuses it)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -50,10 +51,14 @@ def test_a_branch_without_gradient_does_not_stop_the_others():
     assert d.grad is None
 
 
-def test_a_backward_may_return_a_python_number_and_root_gradients_may_be_numbers_or_lists():
+def test_a_backward_returning_a_python_number_is_refused_and_root_gradients_may_be_numbers_or_lists():
     x = ta.tensor(4.0, dtype=ta.float64, requires_grad=True)
-    Halve.apply(x).backward(3.0)  # a number as the root gradient of a 0-d output
-    assert x.grad == 1.5
+    with pytest.raises(RuntimeError, match=r"Halve.backward returned a float for input 0, which has shape \(\) "
+                                           r"and dtype float64"):  # (torch: "expected Variable or None (got float)")
+        Halve.apply(x).backward(3.0)
+    y = ta.tensor(4.0, dtype=ta.float64, requires_grad=True)
+    (y * 0.5).backward(3.0)  # a number as the root gradient of a 0-d output
+    assert y.grad == 1.5
     v = ta.tensor([1.0, 2.0], requires_grad=True)
     (v * 2.0).backward([1.0, -1.0])
     np.testing.assert_array_equal(v.grad, [2.0, -2.0])

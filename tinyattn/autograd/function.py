@@ -196,19 +196,10 @@ class Node:
         return tuple((edge, 0) for edge in self.edges)
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        """Call the op's backward; return one gradient per edge: the op's own tuple if each fits its input."""
-        if self.saved_versions:
-            self.check_saved()
+        """Call the op's backward (if what forward saved is unchanged); return its gradients, one per edge, checked."""
+        self.check_saved()
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
-        if not isinstance(grads, tuple):
-            grads = (grads,)  # a one-input op may return its gradient bare
-        if len(grads) != len(self.edges):
-            return self._checked(grads)  # (which refuses)
-        for grad, meta in zip(grads, self.input_meta):  # the engine's guard: each gradient fits its input
-            if grad is not None and (meta is None or type(grad) is not np.ndarray or grad.shape != meta[0]
-                                     or grad.dtype is not meta[1]):  # (another dtype object: _checked compares)
-                return self._checked(grads)
-        return grads
+        return self.checked(grads if type(grads) is tuple else (grads,))  # (a one-input op may return it bare)
 
     def check_saved(self) -> None:
         """Refuse if an input that forward saved was changed in place since (torch's version counter)."""
@@ -216,24 +207,19 @@ class Node:
             if tensor._version != version:
                 raise modified_error(self, tensor, version)
 
-    def _checked(self, grads: tuple[Any, ...]) -> tuple[np.ndarray | None, ...]:
-        """The gradients, None for inputs that take none, each matched to its input's shape and dtype (or refused)."""
+    def checked(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The engine's guard: one gradient per input, each of its input's shape and dtype, or None (the engine
+        drops one given for an input that takes none)."""
         if len(grads) != len(self.edges):
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
-        checked: list[np.ndarray | None] = []
         for position, (grad, meta) in enumerate(zip(grads, self.input_meta)):
-            if grad is None or meta is None:  # (an input that takes no gradient gets none, whatever backward says)
-                checked.append(None)
-                continue
-            if not isinstance(grad, (np.ndarray, Tensor)):
-                grad = np.asarray(grad)  # (a backward may return a Python number for a 0-d input)
-            if grad.shape != meta[0] or grad.dtype != meta[1]:
-                raise RuntimeError(
-                    f"{self.name}.backward returned a gradient of shape {grad.shape} and dtype {grad.dtype} "
-                    f"for input {position}, which has shape {meta[0]} and dtype {meta[1]}"
-                )
-            checked.append(grad)
-        return tuple(checked)
+            if grad is not None and meta is not None and (getattr(grad, "shape", None) != meta[0]
+                                                          or grad.dtype != meta[1]):
+                got = (f"a gradient of shape {grad.shape} and dtype {grad.dtype}" if hasattr(grad, "shape")
+                       else f"a {type(grad).__name__}")
+                raise RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape "
+                                   f"{meta[0]} and dtype {meta[1]}")
+        return grads
 
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""

@@ -74,7 +74,7 @@ def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
             grads = fn.backward(_on_tensors(node), grad_output)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    return node._checked(tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads))
+    return node.checked(tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads))
 
 
 def _on_tensors(node: Node) -> Any:
