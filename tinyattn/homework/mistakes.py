@@ -45,20 +45,20 @@ MISTAKES: tuple[Mistake, ...] = (
     ),
     Mistake(
         "matmul_backward",
-        "da = grad_output2 @ b2.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)",
-        "da = grad_output2 @ b2",
+        "da = grad_output @ b.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)",
+        "da = grad_output @ b",
         "dA = dC Bᵀ: without the transpose the product only fits when B is square, and is then wrong",
     ),
     Mistake(
         "matmul_backward",
-        "db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m)  # (k, m)",
-        "db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m) / a2.shape[0]",
+        "db = a.reshape(-1, k).T @ grad_output.reshape(-1, m)  # (k, m)",
+        "db = a.reshape(-1, k).T @ grad_output.reshape(-1, m) / a.shape[0]",
         "a B shared by the whole batch receives the sum of the batch's gradients, not their mean",
     ),
     Mistake(
         "matmul_backward",
-        "db = a2.swapaxes(-1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)",
-        "db = grad_output2.swapaxes(-1, -2) @ a2",
+        "db = a.swapaxes(-1, -2) @ grad_output  # (..., k, n) @ (..., n, m) -> (..., k, m)",
+        "db = grad_output.swapaxes(-1, -2) @ a",
         "that is (dC)ᵀ A = (dB)ᵀ, of shape (m, k): the transpose of the answer",
     ),
     Mistake(

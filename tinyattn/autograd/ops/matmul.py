@@ -41,29 +41,38 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         a, b = ctx.saved_tensors
-        a2 = a[None, :] if a.ndim == 1 else a  # (..., n, k)
-        b2 = b[:, None] if b.ndim == 1 else b  # (..., k, m)
-        grad_output2 = grad_output
-        if a.ndim == 1:  # restore n = 1
-            grad_output2 = grad_output2[..., None, :] if b.ndim > 1 else grad_output2[None]
-        if b.ndim == 1:
-            grad_output2 = grad_output2[..., None]  # restore m = 1
+        if a.ndim == 1 or b.ndim == 1:  # a vector: the formulas below, on it as a row (1, k) or a column (k, 1)
+            return _vector_backward(ctx, a, b, grad_output)
         da = db = None
         # BEGIN TASK matmul_backward
         if ctx.needs_input_grad[0]:
-            da = grad_output2 @ b2.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
-            da = unbroadcast(da, a2.shape).reshape(a.shape)
+            da = grad_output @ b.swapaxes(-1, -2)  # (..., n, m) @ (..., m, k) -> (..., n, k)
+            da = unbroadcast(da, a.shape)
         if ctx.needs_input_grad[1]:
-            if b2.ndim == 2 and a2.ndim > 2:
+            if b.ndim == 2 and a.ndim > 2:
                 # B is shared by the whole batch: sum over the batch inside one matmul,
                 # (batch*n, k)^T @ (batch*n, m), instead of batch matmuls summed after
-                k, m = b2.shape
-                db = a2.reshape(-1, k).T @ grad_output2.reshape(-1, m)  # (k, m)
+                k, m = b.shape
+                db = a.reshape(-1, k).T @ grad_output.reshape(-1, m)  # (k, m)
             else:
-                db = a2.swapaxes(-1, -2) @ grad_output2  # (..., k, n) @ (..., n, m) -> (..., k, m)
-            db = unbroadcast(db, b2.shape).reshape(b.shape)
+                db = a.swapaxes(-1, -2) @ grad_output  # (..., k, n) @ (..., n, m) -> (..., k, m)
+            db = unbroadcast(db, b.shape)
         # END TASK
         return da, db
+
+
+def _vector_backward(ctx: Context, a: Any, b: Any, grad_output: Any) -> tuple[Any, Any]:
+    """MatMul's backward where ``a`` or ``b`` is 1-D: its formulas on ``a`` as a row ``(1, k)`` and ``b`` as a
+    column ``(k, 1)`` (the axis forward dropped from the result put back in ``dC``), then the axis dropped again."""
+    matrices = Context()
+    matrices.needs_input_grad = ctx.needs_input_grad
+    matrices.save_for_backward(a[None, :] if a.ndim == 1 else a, b[:, None] if b.ndim == 1 else b)
+    if a.ndim == 1:  # restore n = 1
+        grad_output = grad_output[..., None, :] if b.ndim > 1 else grad_output[None]
+    if b.ndim == 1:  # restore m = 1
+        grad_output = grad_output[..., None]
+    da, db = MatMul.backward(matrices, grad_output)
+    return (None if da is None else da.reshape(a.shape)), (None if db is None else db.reshape(b.shape))
 
 
 def _linear_error(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> Exception:
