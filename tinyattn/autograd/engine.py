@@ -88,7 +88,7 @@ def propagate(
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None and edge is not None:  # (an input that takes no gradient has no edge)
-                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input  # type: ignore[index]
+                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
         if not (create_graph if retain_graph is None else retain_graph):  # (None: as create_graph, as torch)
             node.release()
 

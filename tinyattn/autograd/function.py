@@ -125,27 +125,19 @@ class Function:
         backward will call (its ``grad_fn``): the op, what forward saved, and the inputs' edges.
         """
         arrays, needs = [], []  # each input's array, and whether it wants a gradient
-        for a in args:
-            if isinstance(a, Tensor):
-                arrays.append(a.array)
-                needs.append(a._requires_grad)
-            else:  # (a Python number, an ndarray, None: passed as it is, no gradient)
-                arrays.append(a)
-                needs.append(False)
+        for a in args:  # (a Python number, an ndarray, None: passed as it is, no gradient)
+            tensor = isinstance(a, Tensor)
+            arrays.append(a.array if tensor else a)
+            needs.append(a._requires_grad if tensor else False)
         ctx = Context()
         ctx.needs_input_grad, ctx.kwargs = needs, kwargs
         out = cls.forward(ctx, *arrays, **kwargs)
-        result = Tensor.__new__(Tensor)  # (Tensor._make, written out: every op's result passes here)
-        result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
-        if cls.is_view and out.base is not None and (out.base is arrays[0] or out.base is arrays[0].base):
-            # a view of its input (not a copy NumPy made, as reshaping a transposed array does): one memory,
-            # so one version counter, its base's (as torch)
-            result._base = args[0] if args[0]._base is None else args[0]._base
-        if grad_mode._grad_enabled and True in needs:
-            result._requires_grad = True
-            result._grad_fn = Node(cls, ctx, args, out)
-            if grad_mode._recorder is not None:  # the explainer's trace() is watching
-                grad_mode._recorder.forward(result._grad_fn, args, result)
+        grad_fn = Node(cls, ctx, args, out) if grad_mode._grad_enabled and True in needs else None
+        result = Tensor._make(np.asarray(out), grad_fn=grad_fn)  # (np.asarray: a NumPy scalar made 0-d)
+        if cls.is_view:
+            result._shares_memory_of(args[0])
+        if grad_fn is not None and grad_mode._recorder is not None:  # the explainer's trace() is watching
+            grad_mode._recorder.forward(grad_fn, args, result)
         return result
 
 
@@ -172,14 +164,10 @@ class Node:
         # (id(out): which saved array, if any, is the output; ids are unique among the arrays alive in forward)
         self.fn, self.ctx, self.retained, self.released, self.output_id = fn, ctx, None, False, id(out)
         edges: list[Node | None] = []  # per input: the node its gradient flows into (its grad_fn, or a leaf's node),
-        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype)
+        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype); None for an input that takes no gradient
         for x, need in zip(inputs, ctx.needs_input_grad):
-            if need:
-                edges.append(x._grad_fn or x._leaf_node or x.gradient_edge())  # (gradient_edge() makes a leaf's)
-                meta.append((x.array.shape, x.array.dtype))
-            else:
-                edges.append(None)
-                meta.append(None)
+            edges.append((x._grad_fn or x._leaf_node or x.gradient_edge()) if need else None)  # (a leaf's: made once)
+            meta.append((x.array.shape, x.array.dtype) if need else None)
         self.edges, self.input_meta = tuple(edges), tuple(meta)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)

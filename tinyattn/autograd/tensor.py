@@ -137,18 +137,21 @@ class Tensor(TensorAPI, TensorMath):
         self.array = legacy_array(dtypes.DEFAULT_FLOAT, args, "Tensor", device)
 
     @classmethod
-    def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Tensor:
-        """Wrap an ndarray without copying or checking (used by ops)."""
+    def _make(cls, array: np.ndarray, requires_grad: bool = False, grad_fn: Node | None = None) -> Tensor:
+        """The one constructor of a tensor from an ndarray, without copying or checking (an op's result, a
+        gradient...): ``grad_fn`` is the node of the op that made it (then it requires grad)."""
         t = cls.__new__(cls)
         t.array, t._requires_grad = array, requires_grad
+        if grad_fn is not None:
+            t._grad_fn, t._requires_grad = grad_fn, True
         return t
 
-    @classmethod
-    def _from_op(cls, array: np.ndarray, node: Node) -> Tensor:
-        """The result of a recorded op: ``array``, with ``node`` as its grad_fn."""
-        t = cls._make(array, True)
-        t._grad_fn = node
-        return t
+    def _shares_memory_of(self, viewed: Tensor) -> None:
+        """This op's result is a view of ``viewed`` (reshape, slicing...): one memory, so one version counter, the
+        base's (torch's), unless NumPy made a copy (as reshaping a transposed array does)."""
+        base = self.array.base
+        if base is not None and (base is viewed.array or base is viewed.array.base):
+            self._base = viewed if viewed._base is None else viewed._base
 
     @property
     def grad(self) -> Tensor | None:
@@ -636,6 +639,8 @@ def _unwrap(x: Any) -> Any:
 def _plain_index(index: Any) -> Any:
     """Replace tensors inside an index by their arrays (the op sees arrays only); an index of ints ends in
     ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
+    if type(index) is slice:  # (x[:E]: nothing inside to replace)
+        return index
     if isinstance(index, tuple):
         return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
             (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())

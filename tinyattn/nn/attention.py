@@ -165,56 +165,57 @@ class MultiheadAttention(Module):
         if ``need_weights=False``. The math is ``F.multi_head_attention``; this
         method adapts torch's layouts, masks and options around it.
         """
-        batched = self._check_inputs(query, key, value)
-        self_attention = query is key is value  # (checked before the layout changes below make three tensors of one)
-        if is_causal and attn_mask is None:
-            raise RuntimeError("MultiheadAttention: the is_causal hint requires attn_mask (as in torch)")
-        if not batched:  # work in the chapter's (B, n, E) layout
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        batched = self._check_inputs(query, key, value, attn_mask, is_causal)
+        # torch's fast path: self-attention without the weights (known before the layout makes three tensors of one)
+        packed = not need_weights and query is key is value and self.in_proj_weight is not None
+        query, key, value = self._batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
+        mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
+        if packed and extra_kv is None:  # (Q, K and V from one product, then FlashAttention: P is never formed)
+            attn_output, attn_weights = F.packed_self_attention(
+                query, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
+                self.out_proj.bias, mask, self.dropout if self.training else 0.0), None
+        else:  # (B, L, E), (B, h, L, S) or None: need_weights=False takes FlashAttention, as torch's fast path does
+            weights, biases = self.projection_weights()
+            attn_output, attn_weights = F.multi_head_attention(query, key, value, self.num_heads, weights, biases,
+                                                               mask, self.dropout if self.training else 0.0,
+                                                               extra_kv, need_weights)
+        return self._caller_layout(attn_output, attn_weights, batched, average_attn_weights)
+
+    # -- layouts, checks and masks ---------------------------------------------
+
+    def _batch_first(self, query: Tensor, key: Tensor, value: Tensor, batched: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """The inputs in the chapter's ``(B, n, E)`` layout: unbatched ones get a batch of one, ``(n, B, E)`` ones
+        swap their first two dims."""
+        if not batched:
+            return query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+        return (query, key, value) if self.batch_first else (query.transpose(0, 1), key.transpose(0, 1),
+                                                             value.transpose(0, 1))
+
+    def _caller_layout(
+        self, attn_output: Tensor, attn_weights: Tensor | None, batched: bool, average_attn_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """``attn_output (B, L, E)`` back in the caller's layout; the weights ``(B, h, L, S)`` averaged over the heads
+        (``(B, L, S)``) if asked, and without the batch dim for an unbatched call (None stays None)."""
+        if not batched:
+            attn_output = attn_output.squeeze(0)  # (L, E)
         elif not self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+            attn_output = attn_output.transpose(0, 1)  # (L, B, E)
+        if attn_weights is not None and average_attn_weights:
+            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
+        return attn_output, (attn_weights if batched or attn_weights is None else attn_weights.squeeze(0))
+
+    def _masks(self, attn_mask: Any, key_padding_mask: Any, query: Tensor, key: Tensor, batched: bool) -> tuple[
+        Tensor | None, tuple[Tensor, Tensor] | None
+    ]:
+        """The additive mask ``(B|1, h|1, L, S)`` (None without masks), and the keys and values appended after the
+        projections by ``add_bias_kv`` and ``add_zero_attn`` (None without them), the mask widened for them."""
         mask = extra_kv = None
         if attn_mask is not None or key_padding_mask is not None:
             B, L = query.shape[0], query.shape[1]
             mask = self._additive_mask(attn_mask, key_padding_mask, B, L, key.shape[1], batched, query.dtype)
-        if self.bias_k is not None or self.add_zero_attn:  # keys and values appended after the projections
+        if self.bias_k is not None or self.add_zero_attn:
             extra_kv, mask = self._extra_keys(query.shape[0], query.shape[2], mask)
-        if not need_weights and self_attention and self.in_proj_weight is not None and extra_kv is None:
-            attn_output, attn_weights = self._packed_self_attention(query, mask), None  # torch's fast path
-        else:
-            weights, biases = self.projection_weights()
-            attn_output, attn_weights = F.multi_head_attention(
-                query, key, value, self.num_heads, weights, biases, mask, self.dropout if self.training else 0.0,
-                extra_kv, need_weights,
-            )  # (B, L, E), (B, h, L, S) or None: need_weights=False takes FlashAttention, as torch's fast path does
-
-        if not batched:  # back to the caller's layout
-            attn_output = attn_output.squeeze(0)  # (L, E)
-        elif not self.batch_first:
-            attn_output = attn_output.transpose(0, 1)  # (L, B, E)
-        if attn_weights is None:  # need_weights=False
-            return attn_output, None
-        if average_attn_weights:
-            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
-        return attn_output, (attn_weights if batched else attn_weights.squeeze(0))
-
-    def _packed_self_attention(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        """Self-attention with ``need_weights=False``, as torch's fast path runs it: Q, K and V from one product.
-
-        ``in_proj_weight`` holds ``W^Q``, ``W^K`` and ``W^V`` as its rows, so step 1 of
-        ``F.multi_head_attention`` is one ``LinearFn``: ``[Q K V] = X in_proj_weightᵀ + in_proj_bias``
-        ``(B, n, 3E)``, split into heads by a view and a permute: ``(3, B, h, n, d_k)``, Q_h, K_h and V_h
-        stacked. Step 3 is FlashAttention on them (``F.packed_attention``), steps 4 and 5 are the same: the
-        composed path's result in seven ops instead of nineteen (torch packs the projection for self-attention too).
-        """
-        B, n, E = x.shape
-        qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).named("QKV")  # (B, n, 3E)
-        qkv_h = qkv.view(B, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).named("QKV_h")  # (3,B,h,n,d_k)
-        heads = F.packed_attention(qkv_h, mask, self.dropout if self.training else 0.0).named("heads")  # (B, h, n, d_k)
-        concat = heads.transpose(1, 2).reshape(B, n, E).named("concat")  # (B, h, n, d_k) -> (B, n, E)
-        return F.linear(concat, self.out_proj.weight, self.out_proj.bias).named("attn_output")  # (B, n, E)
-
-    # -- checks and masks ------------------------------------------------------
+        return mask, extra_kv
 
     def _extra_keys(self, B: int, E: int, mask: Tensor | None) -> tuple[tuple[Tensor, Tensor], Tensor | None]:
         """``add_bias_kv`` (one more, learned, key and value) and ``add_zero_attn`` (one more, all zero), ``(B, 1, E)``
@@ -228,45 +229,31 @@ class MultiheadAttention(Module):
             extra_v.append(zeros(B, 1, E))
         return (cat(extra_k, dim=1), cat(extra_v, dim=1)), _attend_to_new_keys(mask, len(extra_k))
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
-        """Raise ``ValueError`` naming the shapes if the inputs do not fit; return whether batched."""
-        if not (isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)):
-            raise self._input_error(query, key, value)
-        q, k, v = query.shape, key.shape, value.shape
-        batched = len(q) == 3
-        seq, b = (1, 0) if batched and self.batch_first else (0, 1)
-        if (len(q) not in (2, 3) or len(k) != len(q) or len(v) != len(q)
-                or (q[-1], k[-1], v[-1]) != (self.embed_dim, self.kdim, self.vdim)
-                or k[seq] != v[seq] or batched and not q[b] == k[b] == v[b]):
-            raise self._input_error(query, key, value)
-        return batched
-
-    def _input_error(self, query: Any, key: Any, value: Any) -> Exception:
-        """The first of the checks ``_check_inputs`` makes that the inputs fail, as an exception naming the shapes."""
-        for n, x in (("query", query), ("key", key), ("value", value)):
+    def _check_inputs(self, query: Any, key: Any, value: Any, attn_mask: Any, is_causal: bool) -> bool:
+        """Raise naming the shapes if the inputs do not fit (the first failing check); return whether batched."""
+        for name, x in (("query", query), ("key", key), ("value", value)):
             if not isinstance(x, Tensor):
-                return TypeError(f"MultiheadAttention: {n} must be a Tensor, got {type(x).__name__}")
-        if query.ndim not in (2, 3):
-            return ValueError(f"MultiheadAttention: query must be 2-D (unbatched) or 3-D, got shape {query.shape}")
-        if key.ndim != query.ndim or value.ndim != query.ndim:
-            return ValueError(
-                f"MultiheadAttention: query, key and value must have the same number of dims, got shapes "
-                f"{query.shape}, {key.shape} and {value.shape}"
-            )
-        for name, t, what, dim in (("query", query, "embed_dim", self.embed_dim), ("key", key, "kdim", self.kdim),
-                                   ("value", value, "vdim", self.vdim)):
-            if t.shape[-1] != dim:
-                return ValueError(f"MultiheadAttention: {name} has shape {t.shape}, its last dim must be {what}={dim}")
-        seq, batch = (1, 0) if query.ndim == 3 and self.batch_first else (0, 1)
-        if key.shape[seq] != value.shape[seq]:
-            return ValueError(
-                f"MultiheadAttention: key and value must have the same sequence length, got shapes "
-                f"{key.shape} and {value.shape}"
-            )
-        return ValueError(
-            f"MultiheadAttention: batch sizes differ: query {query.shape}, key {key.shape}, "
-            f"value {value.shape} (batch dim {batch})"
-        )
+                raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(x).__name__}")
+        q, k, v = query.shape, key.shape, value.shape
+        if len(q) not in (2, 3):
+            raise ValueError(f"MultiheadAttention: query must be 2-D (unbatched) or 3-D, got shape {q}")
+        if len(k) != len(q) or len(v) != len(q):
+            raise ValueError(f"MultiheadAttention: query, key and value must have the same number of dims, got "
+                             f"shapes {q}, {k} and {v}")
+        for name, shape, what, dim in (("query", q, "embed_dim", self.embed_dim), ("key", k, "kdim", self.kdim),
+                                       ("value", v, "vdim", self.vdim)):
+            if shape[-1] != dim:
+                raise ValueError(f"MultiheadAttention: {name} has shape {shape}, its last dim must be {what}={dim}")
+        seq, batch = (1, 0) if len(q) == 3 and self.batch_first else (0, 1)
+        if k[seq] != v[seq]:
+            raise ValueError(f"MultiheadAttention: key and value must have the same sequence length, got shapes "
+                             f"{k} and {v}")
+        if len(q) == 3 and not q[batch] == k[batch] == v[batch]:
+            raise ValueError(f"MultiheadAttention: batch sizes differ: query {q}, key {k}, value {v} "
+                             f"(batch dim {batch})")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("MultiheadAttention: the is_causal hint requires attn_mask (as in torch)")
+        return len(q) == 3
 
     def _additive_mask(
         self, attn_mask: Any, key_padding_mask: Any, B: int, L: int, S: int, batched: bool, dtype: Any

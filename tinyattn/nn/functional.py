@@ -322,6 +322,33 @@ def multi_head_attention(
     return attn_output, p
 
 
+
+def packed_self_attention(
+    x: Tensor,
+    num_heads: int,
+    in_proj_weight: Tensor,
+    in_proj_bias: Tensor | None,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> Tensor:
+    """``multi_head_attention(x, x, x, ..., need_weights=False)``, as torch's fast path runs it: Q, K, V in one product.
+
+    ``in_proj_weight (3E, E)`` holds ``W^Q``, ``W^K`` and ``W^V`` as its rows, so step 1 is one ``LinearFn``:
+    ``[Q K V] = X in_proj_weightᵀ + in_proj_bias`` ``(B, n, 3E)``, split into heads by a view and a permute:
+    ``(3, B, h, n, d_k)``, Q_h, K_h and V_h stacked. Step 3 is FlashAttention on them (``packed_attention``); steps 4
+    and 5 are the same: the composed path's result in seven ops instead of nineteen (torch packs the projection for
+    self-attention too). ``mask`` is additive, broadcastable to ``(B, h, n, n)``.
+    """
+    B, n, E = x.shape
+    qkv = linear(x, in_proj_weight, in_proj_bias).named("QKV")  # (B, n, 3E)
+    qkv_h = qkv.view(B, n, 3, num_heads, E // num_heads).permute(2, 0, 3, 1, 4).named("QKV_h")  # (3, B, h, n, d_k)
+    heads = packed_attention(qkv_h, mask, dropout_p).named("heads")  # (B, h, n, d_k)
+    concat = heads.transpose(1, 2).reshape(B, n, E).named("concat")  # (B, h, n, d_k) -> (B, n, E)
+    return linear(concat, out_proj_weight, out_proj_bias).named("attn_output")  # (B, n, E)
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
