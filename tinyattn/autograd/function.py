@@ -132,12 +132,19 @@ class Function:
         ctx = Context()
         ctx.needs_input_grad, ctx.kwargs = needs, kwargs
         out = cls.forward(ctx, *arrays, **kwargs)
-        grad_fn = Node(cls, ctx, args, out) if grad_mode._grad_enabled and True in needs else None
-        result = Tensor._make(np.asarray(out), grad_fn=grad_fn)  # (np.asarray: a NumPy scalar made 0-d)
-        if cls.is_view:
-            result._shares_memory_of(args[0])
-        if grad_fn is not None and grad_mode._recorder is not None:  # the explainer's trace() is watching
-            grad_mode._recorder.forward(grad_fn, args, result)
+        # the result: Tensor._make written out, as every op's result passes here (a call costs 2% at the chapter's
+        # size: benchmarks/count_instructions.py)
+        result = Tensor.__new__(Tensor)
+        result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
+        if cls.is_view and out.base is not None and (out.base is arrays[0] or out.base is arrays[0].base):
+            # a view of its input (not a copy NumPy made, as reshaping a transposed array does): one memory,
+            # so one version counter, its base's (as torch)
+            result._base = args[0] if args[0]._base is None else args[0]._base
+        if grad_mode._grad_enabled and True in needs:
+            result._requires_grad = True
+            result._grad_fn = Node(cls, ctx, args, out)
+            if grad_mode._recorder is not None:  # the explainer's trace() is watching
+                grad_mode._recorder.forward(result._grad_fn, args, result)
         return result
 
 
@@ -185,7 +192,8 @@ class Node:
 
     def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Call the op's backward (if what forward saved is unchanged); return its gradients, one per edge, checked."""
-        self.check_saved()
+        if self.saved_versions:
+            self.check_saved()
         grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
         return self.checked(grads if type(grads) is tuple else (grads,))  # (a one-input op may return it bare)
 
@@ -196,18 +204,25 @@ class Node:
                 raise modified_error(self, tensor, version)
 
     def checked(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The engine's guard: one gradient per input, each of its input's shape and dtype, or None (the engine
-        drops one given for an input that takes none)."""
+        """The engine's guard: one gradient per input, each of its input's shape and dtype, or None.
+
+        (The engine drops a gradient given for an input that takes none.)
+        """
         if len(grads) != len(self.edges):
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
-        for position, (grad, meta) in enumerate(zip(grads, self.input_meta)):
-            if grad is not None and meta is not None and (getattr(grad, "shape", None) != meta[0]
-                                                          or grad.dtype != meta[1]):
-                got = (f"a gradient of shape {grad.shape} and dtype {grad.dtype}" if hasattr(grad, "shape")
-                       else f"a {type(grad).__name__}")
-                raise RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape "
-                                   f"{meta[0]} and dtype {meta[1]}")
-        return grads
+        try:
+            for grad, meta in zip(grads, self.input_meta):
+                if grad is not None and meta is not None and (grad.shape != meta[0] or grad.dtype != meta[1]):
+                    got = f"a gradient of shape {grad.shape} and dtype {grad.dtype}"
+                    break
+            else:
+                return grads
+        except AttributeError:  # (no shape or dtype: not an array; a Python number, say)
+            got = f"a {type(grad).__name__}"
+        position = next(i for i, (g, m) in enumerate(zip(grads, self.input_meta)) if g is grad and m is meta)
+        shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (the loop stopped at an input with meta)
+        raise RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape {shape} "
+                           f"and dtype {dtype}")
 
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
@@ -238,7 +253,7 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> list[tupl
         if isinstance(x, Tensor):
             for s in saved:
                 if s is x.array:
-                    versions.append((x, x._version))
+                    versions.append((x, (x if x._base is None else x._base)._changes))  # (its _version)
                     break
     return versions
 

@@ -146,13 +146,6 @@ class Tensor(TensorAPI, TensorMath):
             t._grad_fn, t._requires_grad = grad_fn, True
         return t
 
-    def _shares_memory_of(self, viewed: Tensor) -> None:
-        """This op's result is a view of ``viewed`` (reshape, slicing...): one memory, so one version counter, the
-        base's (torch's), unless NumPy made a copy (as reshaping a transposed array does)."""
-        base = self.array.base
-        if base is not None and (base is viewed.array or base is viewed.array.base):
-            self._base = viewed if viewed._base is None else viewed._base
-
     @property
     def grad(self) -> Tensor | None:
         """``dL/dself`` after ``backward()`` (a leaf's, or a ``retain_grad()`` tensor's), else None."""
