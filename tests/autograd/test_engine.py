@@ -216,3 +216,17 @@ def test_a_backward_whose_gradients_all_fit_is_passed_on_as_it_is():
                                       "backward": staticmethod(backward)})
     node = pair.apply(ta.ones(3, requires_grad=True), ta.ones(3)).grad_fn
     assert node.backward(np.ones(3, np.float32)) is returned["grads"]  # the guard copies nothing on this path
+
+
+def test_the_guard_names_the_input_whose_gradient_misfits_even_when_one_array_serves_two():
+    # x (2, 3) + b (3,): a backward that forgets to unbroadcast returns the same array for both inputs; the
+    # first fits, the second does not, and the message must name input 1 with b's shape
+    forgets = type("ForgetsUnbroadcast", (Function,), {
+        "forward": staticmethod(lambda ctx, x, b: x + b),
+        "backward": staticmethod(lambda ctx, g: (g, g)),
+        "on_arrays": True})
+    x, b = ta.ones(2, 3, requires_grad=True), ta.ones(3, requires_grad=True)
+    upstream = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    with pytest.raises(RuntimeError, match=r"^ForgetsUnbroadcast.backward returned a gradient of shape \(2, 3\) and "
+                                           r"dtype float32 for input 1, which has shape \(3,\) and dtype float32$"):
+        forgets.apply(x, b).backward(upstream)

@@ -18,8 +18,10 @@ The contract between the graph and the tensors, all of it:
   tensor), else None.
 
 This file also holds the small helpers every op shares: ``unbroadcast`` (the one
-place broadcasting is undone) and the argument checks. It imports no ``Tensor``:
-the ops below it work on arrays, and ``tensor.py`` above them wraps the results.
+place broadcasting is undone) and the argument checks. The ops below it work on
+arrays. One import runs back up: ``Function.apply`` returns a ``Tensor``, and a
+Tensor's methods apply the ops, so tensor.py (which imports the ops, which import
+this file) is imported at the bottom of this file, after everything it needs here.
 
 Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 ``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
