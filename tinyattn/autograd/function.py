@@ -166,6 +166,8 @@ class Node:
     fn: type[Function]
     ctx: Context | None  # (None once released, and for a leaf)
     retained: weakref.ref | None  # the tensor whose .grad gets this node's output gradient
+    edges: Sequence[Node | None]
+    input_meta: Sequence[tuple[Any, Any] | None]
     saved_versions: Sequence[tuple[Any, int]]
     released: bool
 
@@ -177,7 +179,7 @@ class Node:
         for x, need in zip(inputs, ctx.needs_input_grad):
             edges.append((x._grad_fn or x._leaf_node or x.gradient_edge()) if need else None)  # (a leaf's: made once)
             meta.append((x.array.shape, x.array.dtype) if need else None)
-        self.edges, self.input_meta = tuple(edges), tuple(meta)
+        self.edges, self.input_meta = edges, meta  # (lists: a node never changes them)
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
         self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()
