@@ -231,19 +231,21 @@ class MultiheadAttention(Module):
 
     def _check_inputs(self, query: Any, key: Any, value: Any, attn_mask: Any, is_causal: bool) -> bool:
         """Raise naming the shapes if the inputs do not fit (the first failing check); return whether batched."""
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(x, Tensor):
-                raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(x).__name__}")
+        if not (isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)):
+            name, x = next((n, x) for n, x in (("query", query), ("key", key), ("value", value))
+                           if not isinstance(x, Tensor))
+            raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(x).__name__}")
         q, k, v = query.shape, key.shape, value.shape
         if len(q) not in (2, 3):
             raise ValueError(f"MultiheadAttention: query must be 2-D (unbatched) or 3-D, got shape {q}")
         if len(k) != len(q) or len(v) != len(q):
             raise ValueError(f"MultiheadAttention: query, key and value must have the same number of dims, got "
                              f"shapes {q}, {k} and {v}")
-        for name, shape, what, dim in (("query", q, "embed_dim", self.embed_dim), ("key", k, "kdim", self.kdim),
-                                       ("value", v, "vdim", self.vdim)):
-            if shape[-1] != dim:
-                raise ValueError(f"MultiheadAttention: {name} has shape {shape}, its last dim must be {what}={dim}")
+        if (q[-1], k[-1], v[-1]) != (self.embed_dim, self.kdim, self.vdim):
+            name, shape, what, dim = next(c for c in (("query", q, "embed_dim", self.embed_dim),
+                                                      ("key", k, "kdim", self.kdim), ("value", v, "vdim", self.vdim))
+                                          if c[1][-1] != c[3])
+            raise ValueError(f"MultiheadAttention: {name} has shape {shape}, its last dim must be {what}={dim}")
         seq, batch = (1, 0) if len(q) == 3 and self.batch_first else (0, 1)
         if k[seq] != v[seq]:
             raise ValueError(f"MultiheadAttention: key and value must have the same sequence length, got shapes "
