@@ -75,6 +75,7 @@ def propagate(
     """
     grads: dict[Node, Any] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     recorder = active_recorder()  # (the explainer's trace(), if it is watching)
+    record = backward_graph if create_graph else None  # (each backward on Tensors, recorded as ops)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
         if grad_output is None:  # every path from the output to this node carried a None gradient
@@ -83,7 +84,7 @@ def propagate(
             yield node, grad_output
         if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
             continue
-        grad_inputs = backward_graph(node, grad_output) if create_graph else node.backward(grad_output)
+        grad_inputs = node.backward(grad_output, record)
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
         for edge, grad_input in zip(node.edges, grad_inputs):

@@ -194,27 +194,21 @@ class Node:
         """torch's view of the edges: ``((node, 0), ...)``, one per input (``(None, 0)`` for one without a gradient)."""
         return tuple((edge, 0) for edge in self.edges)
 
-    def backward(self, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        """Call the op's backward (if what forward saved is unchanged); return its gradients, one per edge, checked."""
-        if self.saved_versions:
-            self.check_saved()
-        grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]  # (ctx is None once released)
-        return self.checked(grads if type(grads) is tuple else (grads,))  # (a one-input op may return it bare)
+    def backward(self, grad_output: Any, record: Any = None) -> tuple[Any, ...]:
+        """Call the op's backward; return its gradients, one per edge, each checked against its input.
 
-    def check_saved(self) -> None:
-        """Refuse if an input that forward saved was changed in place since (torch's version counter)."""
-        for tensor, version in self.saved_versions:
-            if tensor._version != version:
-                raise modified_error(self, tensor, version)
-
-    def checked(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The engine's guard: one gradient per input, each of its input's shape and dtype, or None.
-
-        (The engine drops a gradient given for an input that takes none.)
+        Two checks: what forward saved is unchanged (torch's version counter), and each gradient fits its
+        input (the engine's guard). ``record`` (with create_graph: ``higher_order.backward_graph``) runs the backward as recorded ops instead.
         """
+        for tensor, version in self.saved_versions:  # (input tensor, its version when forward saved its array)
+            if (tensor if tensor._base is None else tensor._base)._changes != version:  # (tensor._version, uncalled)
+                raise modified_error(self, tensor, version)
+        grads = self.fn.backward(self.ctx, grad_output) if record is None else record(self, grad_output)  # type: ignore[arg-type]
+        if type(grads) is not tuple:
+            grads = (grads,)  # (a one-input op may return its gradient bare)
         if len(grads) != len(self.edges):
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
-        try:
+        try:  # the guard: each gradient of its input's shape and dtype, or None (dropped for an input with no edge)
             for grad, meta in zip(grads, self.input_meta):
                 if grad is not None and meta is not None and (grad.shape != meta[0] or grad.dtype != meta[1]):
                     got = f"a gradient of shape {grad.shape} and dtype {grad.dtype}"
@@ -243,7 +237,8 @@ class Node:
 class OverwrittenOutput:
     """Stands, in ``saved_versions``, for a node's output that an in-place op changed after forward saved it."""
 
-    _version = 1
+    _version = _changes = 1
+    _base = None
 
     def __init__(self, shape: tuple[int, ...], op: str) -> None:
         self.shape, self.op = shape, op

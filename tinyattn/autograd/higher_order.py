@@ -1,7 +1,7 @@
 """Gradients that are themselves differentiable: the backward pass recorded as ops (``create_graph=True``).
 
 A gradient is a computation like any other. With ``create_graph=True`` the engine calls
-``backward_graph(node, dout)`` where it would call ``node.backward(dout)``: the same
+``node.backward(dout, backward_graph)`` where it would call ``node.backward(dout)``: the same
 backward formulas run, but on Tensors, so every step of them is recorded in a new graph
 that ``backward``/``grad`` can walk again (a second derivative; a third, by repetition).
 
@@ -62,8 +62,8 @@ class Transposed(Function):
 
 
 def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
-    """``node.backward(grad_output)`` recorded as ops: one Tensor (with a graph) or None per input."""
-    node.check_saved()
+    """The op's backward recorded as ops (``node.backward(grad_output, backward_graph)`` calls it, and checks what it
+    returns): one Tensor (with a graph) or None per input."""
     fn, ctx = node.fn, node.ctx
     with enable_grad():
         if fn.linear:
@@ -74,7 +74,7 @@ def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
             grads = fn.backward(_on_tensors(node), grad_output)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    return node.checked(tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads))
+    return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads)
 
 
 def _on_tensors(node: Node) -> Any:

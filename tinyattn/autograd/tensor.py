@@ -175,7 +175,7 @@ class Tensor(TensorAPI, TensorMath):
     @property
     def _version(self) -> int:
         """torch's version counter: bumped by every in-place change of this memory, one counter for a base and
-        all its views. A backward whose forward saved the value refuses once it has moved on (``Node.check_saved``)."""
+        all its views. A backward whose forward saved the value refuses once it has moved on (``Node.backward``)."""
         return (self if self._base is None else self._base)._changes
 
     @_version.setter
