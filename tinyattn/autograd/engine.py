@@ -23,8 +23,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from . import grad_mode
 from .function import Node
-from .grad_mode import active_recorder
 from .higher_order import backward_graph
 from .tensor import Tensor
 
@@ -58,8 +58,7 @@ def topological_order(root: Node) -> list[Node]:
             for edge in node.edges:
                 if edge is not None:  # (one already visited is skipped when popped)
                     stack.append(edge)
-    order.reverse()  # output first
-    return order
+    return order[::-1]  # output first
 
 
 def propagate(
@@ -74,7 +73,7 @@ def propagate(
     (higher_order.py), so that they can be differentiated in turn.
     """
     grads: dict[Node, Any] = {root: grad_root}  # node -> dL/d(its output), summed over uses
-    recorder = active_recorder()  # (the explainer's trace(), if it is watching)
+    recorder = grad_mode._recorder  # (the explainer's trace(), if it is watching)
     record = backward_graph if create_graph else None  # (each backward on Tensors, recorded as ops)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
@@ -95,7 +94,7 @@ def propagate(
 
 
 def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
-    if not root.requires_grad:
+    if not root._requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
     if gradient is None:
         if root.array.size != 1:

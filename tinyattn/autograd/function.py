@@ -174,8 +174,11 @@ class Node:
     def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...], out: Any = None) -> None:
         # (id(out): which saved array, if any, is the output; ids are unique among the arrays alive in forward)
         self.fn, self.ctx, self.retained, self.released, self.output_id = fn, ctx, None, False, id(out)
-        edges: list[Node | None] = []  # per input: the node its gradient flows into (its grad_fn, or a leaf's node),
-        meta: list[tuple[Any, Any] | None] = []  # and its (shape, dtype); None for an input that takes no gradient
+        # per input: the node its gradient flows into (its grad_fn, or a leaf's node), and its (shape, dtype);
+        # None for an input that takes no gradient
+        edges: list[Node | None]
+        meta: list[tuple[Any, Any] | None]
+        edges, meta = [], []
         for x, need in zip(inputs, ctx.needs_input_grad):
             edges.append((x._grad_fn or x._leaf_node or x.gradient_edge()) if need else None)  # (a leaf's: made once)
             meta.append((x.array.shape, x.array.dtype) if need else None)
@@ -198,7 +201,8 @@ class Node:
         """Call the op's backward; return its gradients, one per edge, each checked against its input.
 
         Two checks: what forward saved is unchanged (torch's version counter), and each gradient fits its
-        input (the engine's guard). ``record`` (with create_graph: ``higher_order.backward_graph``) runs the backward as recorded ops instead.
+        input (the engine's guard). ``record`` (with create_graph: ``higher_order.backward_graph``) runs the
+        backward as recorded ops instead.
         """
         for tensor, version in self.saved_versions:  # (input tensor, its version when forward saved its array)
             if (tensor if tensor._base is None else tensor._base)._changes != version:  # (tensor._version, uncalled)
@@ -224,9 +228,8 @@ class Node:
 
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""
-        self.ctx = None
+        self.ctx, self.released = None, True
         self.edges = self.saved_versions = self.inputs = ()
-        self.released = True
 
     def output_changed(self, array: np.ndarray) -> None:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""

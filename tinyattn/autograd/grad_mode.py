@@ -94,11 +94,6 @@ class Recorder(Protocol):
 _recorder: Recorder | None = None
 
 
-def active_recorder() -> Recorder | None:
-    """The recorder switched on by ``trace()``, or None (the usual case)."""
-    return _recorder
-
-
 def set_recorder(recorder: Recorder | None) -> Recorder | None:
     """Switch ``recorder`` on (None: off); return the one it replaces."""
     global _recorder

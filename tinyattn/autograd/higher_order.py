@@ -85,7 +85,7 @@ def _on_tensors(node: Node) -> Any:
     for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
         if isinstance(tensor, Tensor):  # (not an output overwritten since: backward refused it already)
             saved = [tensor if s is tensor.array else s for s in saved]
-    saved = [Tensor._make(np.asarray(s), grad_fn=node) if id(s) == node.output_id else s for s in saved]
+    saved = [Tensor._from_op(np.asarray(s), node) if id(s) == node.output_id else s for s in saved]
     ctx.saved_tensors = tuple(saved)
     return ctx
 

@@ -137,13 +137,17 @@ class Tensor(TensorAPI, TensorMath):
         self.array = legacy_array(dtypes.DEFAULT_FLOAT, args, "Tensor", device)
 
     @classmethod
-    def _make(cls, array: np.ndarray, requires_grad: bool = False, grad_fn: Node | None = None) -> Tensor:
-        """The one constructor of a tensor from an ndarray, without copying or checking (an op's result, a
-        gradient...): ``grad_fn`` is the node of the op that made it (then it requires grad)."""
+    def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Tensor:
+        """Wrap an ndarray without copying or checking (a gradient, a result computed outside the graph...)."""
         t = cls.__new__(cls)
         t.array, t._requires_grad = array, requires_grad
-        if grad_fn is not None:
-            t._grad_fn, t._requires_grad = grad_fn, True
+        return t
+
+    @classmethod
+    def _from_op(cls, array: np.ndarray, node: Node) -> Tensor:
+        """The result of a recorded op: ``array``, with ``node`` as its grad_fn (``Function.apply`` writes this out)."""
+        t = cls._make(array, True)
+        t._grad_fn = node
         return t
 
     @property
@@ -557,7 +561,7 @@ class Tensor(TensorAPI, TensorMath):
         return Expand.apply(self, sizes=_shape_arg(sizes))
 
     def __getitem__(self, index: Any) -> Tensor:
-        return GetItem.apply(self, index=_plain_index(index))
+        return GetItem.apply(self, index=index if type(index) is slice else _plain_index(index))  # (x[:E]: as it is)
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes; each a slice."""
@@ -632,8 +636,6 @@ def _unwrap(x: Any) -> Any:
 def _plain_index(index: Any) -> Any:
     """Replace tensors inside an index by their arrays (the op sees arrays only); an index of ints ends in
     ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
-    if type(index) is slice:  # (x[:E]: nothing inside to replace)
-        return index
     if isinstance(index, tuple):
         return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
             (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())

@@ -166,40 +166,40 @@ class MultiheadAttention(Module):
         method adapts torch's layouts, masks and options around it.
         """
         batched = self._check_inputs(query, key, value, attn_mask, is_causal)
-        # torch's fast path: self-attention without the weights (known before the layout makes three tensors of one)
-        packed = not need_weights and query is key is value and self.in_proj_weight is not None
         query, key, value = self._batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
         mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
-        if packed and extra_kv is None:  # (Q, K and V from one product, then FlashAttention: P is never formed)
+        if not need_weights and query is key is value and self.in_proj_weight is not None and extra_kv is None:
+            # torch's fast path for self-attention: Q, K and V from one product, then FlashAttention (no P)
             attn_output, attn_weights = F.packed_self_attention(
                 query, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
                 self.out_proj.bias, mask, self.dropout if self.training else 0.0), None
         else:  # (B, L, E), (B, h, L, S) or None: need_weights=False takes FlashAttention, as torch's fast path does
-            weights, biases = self.projection_weights()
-            attn_output, attn_weights = F.multi_head_attention(query, key, value, self.num_heads, weights, biases,
-                                                               mask, self.dropout if self.training else 0.0,
-                                                               extra_kv, need_weights)
+            dropout_p = self.dropout if self.training else 0.0
+            attn_output, attn_weights = F.multi_head_attention(
+                query, key, value, self.num_heads, *self.projection_weights(), mask, dropout_p, extra_kv, need_weights)
         return self._caller_layout(attn_output, attn_weights, batched, average_attn_weights)
 
     # -- layouts, checks and masks ---------------------------------------------
 
     def _batch_first(self, query: Tensor, key: Tensor, value: Tensor, batched: bool) -> tuple[Tensor, Tensor, Tensor]:
         """The inputs in the chapter's ``(B, n, E)`` layout: unbatched ones get a batch of one, ``(n, B, E)`` ones
-        swap their first two dims."""
-        if not batched:
-            return query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-        return (query, key, value) if self.batch_first else (query.transpose(0, 1), key.transpose(0, 1),
-                                                             value.transpose(0, 1))
+        swap their first two dims. Self-attention's one tensor stays one (its layout changed once)."""
+        if batched and self.batch_first:
+            return query, key, value
+        change = Tensor.transpose if batched else Tensor.unsqueeze
+        args = (0, 1) if batched else (0,)
+        if query is key is value:
+            x = change(query, *args)
+            return x, x, x
+        return change(query, *args), change(key, *args), change(value, *args)
 
     def _caller_layout(
         self, attn_output: Tensor, attn_weights: Tensor | None, batched: bool, average_attn_weights: bool
     ) -> tuple[Tensor, Tensor | None]:
         """``attn_output (B, L, E)`` back in the caller's layout; the weights ``(B, h, L, S)`` averaged over the heads
         (``(B, L, S)``) if asked, and without the batch dim for an unbatched call (None stays None)."""
-        if not batched:
-            attn_output = attn_output.squeeze(0)  # (L, E)
-        elif not self.batch_first:
-            attn_output = attn_output.transpose(0, 1)  # (L, B, E)
+        if not (batched and self.batch_first):
+            attn_output = attn_output.transpose(0, 1) if batched else attn_output.squeeze(0)  # (L, B, E) or (L, E)
         if attn_weights is not None and average_attn_weights:
             attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
         return attn_output, (attn_weights if batched or attn_weights is None else attn_weights.squeeze(0))
@@ -209,6 +209,8 @@ class MultiheadAttention(Module):
     ]:
         """The additive mask ``(B|1, h|1, L, S)`` (None without masks), and the keys and values appended after the
         projections by ``add_bias_kv`` and ``add_zero_attn`` (None without them), the mask widened for them."""
+        if attn_mask is None and key_padding_mask is None and self.bias_k is None and not self.add_zero_attn:
+            return None, None  # (neither)
         mask = extra_kv = None
         if attn_mask is not None or key_padding_mask is not None:
             B, L = query.shape[0], query.shape[1]

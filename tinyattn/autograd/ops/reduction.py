@@ -50,8 +50,7 @@ class Mean(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("mean", dim, x.ndim)
-        ctx.keepdim, ctx.shape = keepdim, x.shape
-        ctx.count = math.prod(x.shape[d] for d in ctx.dims)
+        ctx.keepdim, ctx.shape, ctx.count = keepdim, x.shape, math.prod(x.shape[d] for d in ctx.dims)
         total = x.sum(axis=ctx.dims, keepdims=keepdim, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
         total /= ctx.count or np.nan  # in place: one result-sized array, not two (of nothing: nan, as torch)
         return total
