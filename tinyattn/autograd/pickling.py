@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 _OWN = frozenset({"array", "_requires_grad", "_grad", "_grad_fn", "_leaf_node", "_changes", "_base"})
 
 
-def deepcopy(tensor: Tensor, memo: dict[int, Any]) -> Tensor:
-    """``copy.deepcopy(tensor)``: a new leaf (see the module's docstring)."""
+def deepcopy(tensor: Tensor, memo: dict[int, Any], keep_grad: bool = True) -> Tensor:
+    """``copy.deepcopy(tensor)``: a new leaf (see the module's docstring); its ``.grad`` copied too, unless not
+    ``keep_grad`` (torch's Parameter leaves it behind)."""
     if tensor.grad_fn is not None:
         raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
@@ -38,9 +39,7 @@ def deepcopy(tensor: Tensor, memo: dict[int, Any]) -> Tensor:
     memo[id(tensor)] = new
     new.array = copy.deepcopy(tensor.array, memo)
     new._requires_grad = tensor._requires_grad
-    from ..nn.parameter import Parameter  # (the surface: torch's Parameter leaves its .grad behind)
-
-    if tensor._grad is not None and not isinstance(tensor, Parameter):
+    if tensor._grad is not None and keep_grad:
         new._grad = deepcopy(tensor._grad, memo)
     for name, value in vars(tensor).items():
         if name not in _OWN:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Tensor
+from ..autograd import Tensor, pickling
 
 
 class Parameter(Tensor):
@@ -20,3 +20,7 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        """``copy.deepcopy(p)``: a new Parameter with a copy of the values, without ``.grad`` (as torch's)."""
+        return pickling.deepcopy(self, memo, keep_grad=False)  # type: ignore[return-value]
