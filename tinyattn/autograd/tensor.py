@@ -7,6 +7,12 @@ from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
 Each method below is one line that calls an op; the op's class (``ops/*.py``)
 holds the forward and the backward formula side by side, and ``Function.apply``
 (``function.py``) runs it: unwrap the arrays, forward, wrap the result, record its node.
+
+autograd/'s one import circle runs through this file: ``Function.apply`` returns a Tensor and
+Tensor's methods apply the ops (function.py imports this file at its bottom); ``backward()`` is
+the engine's, which builds on Tensor (imported at the bottom here); and the few methods of the two
+mixins that make new tensors (``creation.py``) or rewrite a view's base (``views.py``) import
+those at the call, each saying so. Everything else imports only downward.
 """
 
 from __future__ import annotations
