@@ -221,10 +221,13 @@ class Node:
                 return grads
         except AttributeError:  # (no shape or dtype: not an array; a Python number, say)
             got = f"a {type(grad).__name__}"
+        raise self._misfit(grads, grad, meta, got)  # type: ignore[arg-type]  # (the loop stopped at an input with meta)
+
+    def _misfit(self, grads: tuple[Any, ...], grad: Any, meta: tuple[Any, Any], got: str) -> RuntimeError:
+        """The guard's refusal of ``grad`` (described as ``got``), naming the input it does not fit."""
         position = next(i for i, (g, m) in enumerate(zip(grads, self.input_meta)) if g is grad and m is meta)
-        shape, dtype = self.input_meta[position]  # type: ignore[misc]  # (the loop stopped at an input with meta)
-        raise RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape {shape} "
-                           f"and dtype {dtype}")
+        return RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape {meta[0]} "
+                            f"and dtype {meta[1]}")
 
     def release(self) -> None:
         """Free the saved arrays and the links to the inputs (the graph behind)."""

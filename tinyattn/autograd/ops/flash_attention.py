@@ -65,8 +65,9 @@ class FusedAttention(Function):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """``Function.apply``, with the inputs kept on the node (``node.inputs``)."""
         result = super().apply(*args, **kwargs)
-        if result.grad_fn is not None:
-            result.grad_fn.inputs = args
+        node = result.grad_fn
+        if node is not None:
+            node.inputs = args
         return result
 
 
