@@ -134,3 +134,149 @@ def test_an_unknown_strategy_is_a_value_error():
     """(torch raises a bare AssertionError here; the message is the same idea.)"""
     with pytest.raises(ValueError, match='"forward-mode" or "reverse-mode"'):
         ta.autograd.functional.jacobian(lambda a: a, ta.tensor(A), strategy="sideways")
+
+
+# -- every function against torch: refusals word for word, float32, create_graph, strict, the defaults ---------
+
+NAMES = ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp")
+ONE_ELEMENT = ("hessian", "vhp", "hvp")  # (func returns one element)
+TAKES_V = ("vjp", "jvp", "vhp", "hvp")
+
+
+def _args(lib, name, func_kind="good", dtype=np.float64, v_kind="good"):
+    """(func, inputs, v) for ``name``: two inputs ``a (2, 3)``, ``b (3,)``; ``func_kind`` picks how func behaves."""
+    a, b = lib.tensor(A.astype(dtype)), lib.tensor(B[0].astype(dtype))
+    one = name in ONE_ELEMENT
+    funcs = {
+        "good": lambda x, y: (x.sin() * y).sum() * (x * y).cos().sum() if one else (x.sin() * y, (x * y).exp().sum(0)),
+        "independent": lambda x, y: (x.sin() * x).sum() if one else x.sin(),  # (nothing depends on y)
+        "linear": lambda x, y: (x * 2).sum() + y.sum() if one else x * 2 + y,  # (a Jacobian with no graph)
+        "constant": lambda x, y: lib.ones((), dtype=x.dtype) if one else lib.ones(2, 3, dtype=x.dtype),
+        "int": lambda x, y: 3,
+        "one_tuple": lambda x, y: ((x.sin() * y).sum(),),
+        "two_elements": lambda x, y: (x.sin() * y).sum(0)[:2],
+    }
+    func = funcs[func_kind]
+    rng = np.random.default_rng(11)
+    if name == "vjp":  # v shaped as the outputs
+        outs = func(a, b)
+        shapes = [o.shape for o in outs] if isinstance(outs, tuple) else [outs.shape]
+        vs = tuple(lib.tensor(rng.standard_normal(tuple(s)).astype(dtype)) for s in shapes) \
+            if isinstance(outs, tuple) else lib.tensor(rng.standard_normal(tuple(shapes[0])).astype(dtype))
+    else:  # shaped as the inputs
+        vs = (lib.tensor(VA.astype(dtype)), lib.tensor(VB[0].astype(dtype)))
+    vs = {"good": vs, "list": [lib.tensor(VA)], "too_many": (lib.tensor(VA),) * 3,
+          "wrong_size": (lib.tensor(VB[0]), lib.tensor(VB[0])) if name != "vjp" else lib.tensor(VB[0])}[v_kind]
+    return func, (a, b), vs
+
+
+def _call(lib, name, func_kind="good", dtype=np.float64, v_kind="good", inputs_kind="tuple", **options):
+    func, inputs, v = _args(lib, name, func_kind, dtype, v_kind)
+    inputs = {"tuple": inputs, "list": list(inputs), "non_tensor": (inputs[0], 1.0)}[inputs_kind]
+    f = getattr(lib.autograd.functional, name)
+    return f(func, inputs, v, **options) if name in TAKES_V else f(func, inputs, **options)
+
+
+REFUSALS = [
+    dict(inputs_kind="list"), dict(inputs_kind="non_tensor"), dict(func_kind="int"),
+    dict(func_kind="independent", strict=True), dict(func_kind="constant", strict=True),
+    dict(func_kind="linear", strict=True), dict(func_kind="linear", strict=True, create_graph=True),
+    dict(func_kind="independent", strict=True, create_graph=True),
+]
+V_REFUSALS = [dict(v_kind="list"), dict(v_kind="too_many"), dict(v_kind="wrong_size")]
+ONE_ELEMENT_REFUSALS = [dict(func_kind="one_tuple"), dict(func_kind="two_elements")]
+
+
+def _outcome(lib, name, case):
+    """What the call does: ("raised", type name, message) or ("returned",)."""
+    try:
+        _call(lib, name, **case)
+    except Exception as e:  # noqa: BLE001  (any refusal is compared with torch's)
+        return "raised", type(e).__name__, str(e)
+    return ("returned",)
+
+
+CASES = [(name, case) for name in NAMES for case in REFUSALS] + \
+    [(name, case) for name in TAKES_V for case in V_REFUSALS] + \
+    [(name, case) for name in ONE_ELEMENT for case in ONE_ELEMENT_REFUSALS] + \
+    [("jacobian", dict(vectorize=True, strict=True))]
+
+
+@pytest.mark.parametrize("name, case", CASES, ids=[f"{n}-{c}" for n, c in CASES])
+def test_each_refusal_is_torchs_in_type_and_message(name, case):
+    """The same bad call refused (or accepted) by both, with the same exception type and message: which
+    argument, which function, which input or output index, which strict-mode stage."""
+    ours, theirs = _outcome(ta, name, case), _outcome(torch, name, case)
+    assert ours == theirs
+
+
+def _flat(result):
+    return [x for r in result for x in _flat(r)] if isinstance(result, tuple) else [result]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("func_kind", ["good", "independent"])
+def test_float32_results_keep_float32_as_torch(name, func_kind):
+    """Every result (the zeros for an input nothing depends on too) in the inputs' float32, with torch's values."""
+    ours, theirs = _flat(_call(ta, name, func_kind, np.float32)), _flat(_call(torch, name, func_kind, np.float32))
+    assert [str(t.dtype) for t in ours] == [str(t.dtype).replace("torch.", "") for t in theirs]
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=2e-5, atol=2e-6)
+
+
+def test_one_element_results_without_v_keep_float32_as_torch():
+    for lib in (ta, torch):
+        a = lib.tensor(A.astype(np.float32))
+        AF = lib.autograd.functional
+        for out in (AF.vjp(lambda x: (x * x).sum(), a)[1], AF.jacobian(lambda x: x[:0].sum(0), a),
+                    AF.jvp(lambda s: s * s, a[0, :1], None)[1]):
+            assert str(out.dtype).endswith("float32")
+
+
+def test_the_jacobian_of_an_empty_output_is_empty():
+    """(torch's stack refuses the empty list of rows; the Jacobian of no elements has none: shape (0, 3, 2, 3).)"""
+    a = ta.tensor(A.astype(np.float32))
+    jac = ta.autograd.functional.jacobian(lambda x: x[:0] * 2, a)
+    assert jac.shape == (0, 3, 2, 3) and jac.dtype == ta.float32
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("func_kind", ["good", "independent"])
+def test_create_graph_results_differentiate_as_torch(name, func_kind):
+    """With create_graph=True and inputs that require grad, each result carries a graph back to those very inputs
+    (not to copies): a random weighting of the results has torch's gradient."""
+    seen = []
+    for lib in (ta, torch):
+        a = lib.tensor(A, requires_grad=True)
+        b = lib.tensor(B[0], requires_grad=True)
+        func, _, v = _args(lib, name, func_kind)
+        f = getattr(lib.autograd.functional, name)
+        result = _flat(f(func, (a, b), v, create_graph=True) if name in TAKES_V else f(func, (a, b),
+                                                                                       create_graph=True))
+        weights = np.random.default_rng(5)
+        loss = sum((r * lib.tensor(weights.standard_normal(tuple(r.shape)))).sum() for r in result if r.requires_grad)
+        grads = lib.autograd.grad(loss, (a, b), allow_unused=True, materialize_grads=True)
+        seen.append(([r.requires_grad for r in result], [g.detach().numpy() for g in grads]))
+    (flags, ours), (torch_flags, theirs) = seen
+    assert flags == torch_flags
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, **TOL)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_strict_accepts_what_depends_on_every_input_as_torch(name):
+    _assert_same(_numpy(_call(ta, name, strict=True)), _numpy(_call(torch, name, strict=True)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_by_default_an_independent_input_gets_zeros_as_torch(name):
+    """strict is off unless asked: a function linear in, or independent of, an input is no error."""
+    for kind in ("independent", "linear"):
+        _assert_same(_numpy(_call(ta, name, kind)), _numpy(_call(torch, name, kind)))
+
+
+def test_hessian_forward_mode_needs_vectorize_as_torch():
+    for lib in (ta, torch):
+        with pytest.raises(NotImplementedError, match="vectorize=True"):
+            lib.autograd.functional.hessian(lambda x: (x ** 3).sum(), lib.tensor(A),
+                                            outer_jacobian_strategy="forward-mode")

@@ -62,7 +62,7 @@ def _outputs(func: Callable[..., Any], inputs: tuple[Tensor, ...], fn: str, stri
     return is_tuple, outputs
 
 
-def _vector(v: Any, like: tuple[Tensor, ...], fn: str, of: str) -> tuple[Tensor, ...]:
+def _vector(v: Any, like: tuple[Tensor, ...], like_is_tuple: bool, fn: str, of: str) -> tuple[Tensor, ...]:
     """``v`` checked against ``like`` (the outputs for vᵀJ, the inputs for J v); None only for one element."""
     if v is None:
         if len(like) != 1 or like[0].numel() != 1:
@@ -70,32 +70,77 @@ def _vector(v: Any, like: tuple[Tensor, ...], fn: str, of: str) -> tuple[Tensor,
         return (Tensor._make(np.ones(like[0].shape, like[0].dtype)),)
     _, vs = _as_tuple(v, "v", fn)
     if len(vs) != len(like):
-        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
-    for x, ref in zip(vs, like):
+        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}." if like_is_tuple
+                           else "The given v should contain a single Tensor.")
+    for i, (x, ref) in enumerate(zip(vs, like)):
         if x.shape != ref.shape:
-            raise RuntimeError(f"v has invalid size: should be {ref.size()} but got {x.size()}.")
+            entry = f"Entry {i} in " if like_is_tuple else ""
+            raise RuntimeError(f"{entry}v has invalid size: should be {ref.size()} but got {x.size()}.")
     return vs
 
 
-def _weighted_grads(outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], weights: tuple[Tensor, ...],
-                    create_graph: bool, strict: bool, what: str) -> tuple[Tensor, ...]:
-    """``Σ_i weights_i ⋅ d outputs_i / d inputs``, one per input: zeros where there is no dependence (unless strict)."""
-    terms = [(out * w).sum() for out, w in zip(outputs, weights) if out.requires_grad]
-    grads: tuple[Tensor | None, ...] = (None,) * len(inputs)
-    if terms:
-        total = terms[0]
-        for term in terms[1:]:
-            total = total + term
-        grads = grad(total, inputs, create_graph=create_graph, retain_graph=True, allow_unused=True)
+def _grads(outputs: tuple[Tensor | None, ...], inputs: tuple[Tensor, ...], weights: tuple[Tensor, ...],
+           create_graph: bool) -> tuple[Tensor | None, ...]:
+    """``Σ_i weights_i ⋅ d outputs_i / d inputs``, one per input, None where no output depends on it (outputs that
+    are None or need no grad are left out, as torch's helper does)."""
+    terms = [(out * w).sum() for out, w in zip(outputs, weights) if out is not None and out.requires_grad]
+    if not terms:
+        return (None,) * len(inputs)
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return grad(total, inputs, create_graph=create_graph, retain_graph=True, allow_unused=True)
+
+
+# what strict mode says when a result is None (no dependence), or, with create_graph, has no graph: per stage
+_INDEPENDENT = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict "
+            "mode.",
+    "back_trick": "The gradient with respect to the input is independent of entry {i} in the grad_outputs when using "
+                  "the double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
+                   "strict mode.",
+    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} in the grad_jacobian. "
+                         "This is not allowed in strict mode as it prevents from using the double backward trick to "
+                         "replace forward mode AD.",
+}
+_NO_GRAPH = "The {what} of the user-provided function is independent of input {i}. This is not allowed in strict " \
+            "mode when create_graph=True."
+
+
+def _zeros_for_none(grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], strict: bool, create_graph: bool,
+                    stage: str) -> tuple[Tensor, ...]:
+    """Each None gradient as zeros shaped as its ``refs`` entry; strict mode refuses it instead (and, with
+    create_graph, refuses a gradient with no graph)."""
     result = []
-    for i, (g, x) in enumerate(zip(grads, inputs)):
+    for i, (g, ref) in enumerate(zip(grads, refs)):
         if g is None:
             if strict:
-                raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is "
-                                   "not allowed in strict mode.")
-            g = Tensor._make(np.zeros(x.shape, x.dtype))
+                raise RuntimeError(_INDEPENDENT[stage].format(i=i))
+            g = Tensor._make(np.zeros(ref.shape, ref.dtype))
+        elif strict and create_graph and not g.requires_grad:
+            raise RuntimeError(_NO_GRAPH.format(what="hessian" if "double" in stage else "jacobian", i=i))
         result.append(g)
     return tuple(result)
+
+
+def _check_depends(grads: tuple[Tensor | None, ...], what: str, strict: bool) -> None:
+    """Strict mode's check of an intermediate gradient (``what``: "grad_inputs", "jacobian"): each one present and
+    a function of the inputs."""
+    if not strict:
+        return
+    for i, g in enumerate(grads):
+        if g is None:
+            raise RuntimeError(_INDEPENDENT["back"].format(i=i))
+        if not g.requires_grad:
+            if what == "jacobian":
+                raise RuntimeError(
+                    f"While computing the hessian, found that the jacobian of the user-provided function with respect "
+                    f"to input {i} is independent of the input. This is not allowed in strict mode. You should ensure "
+                    "that your function is twice differentiable and that the jacobian depends on the inputs (this "
+                    "would be violated by a linear function for example).")
+            raise RuntimeError(f"The gradient with respect to input {i} is independent of the inputs of the "
+                               "user-provided function. This is not allowed in strict mode.")
 
 
 def _returned(values: tuple[Tensor, ...], is_tuple: bool, create_graph: bool) -> Any:
@@ -110,17 +155,19 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
         out_tuple, outputs = _outputs(func, inputs, "vjp", strict)
-        vs = _vector(v, outputs, "vjp", "user-provided function returns")
-        result = _weighted_grads(outputs, inputs, vs, create_graph, strict, "output")
+        vs = _vector(v, outputs, out_tuple, "vjp", "user-provided function returns")
+        result = _zeros_for_none(_grads(outputs, inputs, vs, create_graph), inputs, strict, create_graph, "back")
     return _returned(outputs, out_tuple, create_graph), _returned(result, is_tuple, create_graph)
 
 
-def _jvp_of(outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], vs: tuple[Tensor, ...], create_graph: bool,
-            strict: bool) -> tuple[Tensor, ...]:
-    """``J v`` by the double-backward trick: ``g(u) = uᵀ J`` is linear in ``u``, its derivative along ``v`` ``J v``."""
+def _jvp_of(outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], vs: tuple[Tensor, ...],
+            create_graph: bool, strict: bool) -> tuple[Tensor | None, ...]:
+    """``J v`` by the double-backward trick: ``g(u) = uᵀ J`` is linear in ``u``, its derivative along ``v`` ``J v``
+    (one per output; None where ``g`` does not depend on ``u``). ``inputs`` require grad."""
     us = tuple(Tensor._make(np.zeros(out.shape, out.dtype)).requires_grad_(True) for out in outputs)
-    g = _weighted_grads(outputs, inputs, us, True, strict, "output")
-    return _weighted_grads(g, us, vs, create_graph, strict, "gradient")
+    g = _grads(outputs, inputs, us, True)
+    _check_depends(g, "grad_inputs", strict)
+    return _grads(g, us, vs, create_graph)
 
 
 def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
@@ -129,9 +176,10 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        vs = _vector(v, inputs, "jvp", "input to the user-provided function")
+        vs = _vector(v, inputs, is_tuple, "jvp", "input to the user-provided function")
         out_tuple, outputs = _outputs(func, inputs, "jvp", strict)
-        result = _jvp_of(outputs, inputs, vs, create_graph, strict)
+        jv = _jvp_of(outputs, inputs, vs, create_graph, strict)
+        result = _zeros_for_none(jv, outputs, strict, create_graph, "back_trick")
     return _returned(outputs, out_tuple, create_graph), _returned(result, out_tuple, create_graph)
 
 
@@ -147,18 +195,27 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     if strategy == "forward-mode" and not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
                                   "implemented for `vectorize=True`.")
+    if vectorize and strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                           "supported together. Please either set `strict=False` or `vectorize=False`.")
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
         out_tuple, outputs = _outputs(func, inputs, "jacobian", strict)
         rows: list[tuple[Tensor, ...]] = []
-        for out in outputs:
-            per_element = []
+        for i, out in enumerate(outputs):
+            per_element = []  # d out.flat[k] / d each input, for each k
             for k in range(out.numel()):
                 pick = np.zeros(out.numel(), out.dtype)
                 pick[k] = 1
-                pick_t = Tensor._make(pick.reshape(out.shape))
-                per_element.append(_weighted_grads((out,), inputs, (pick_t,), create_graph, strict, "output"))
+                grads = _grads((out,), inputs, (Tensor._make(pick.reshape(out.shape)),), create_graph)
+                for j, g in enumerate(grads):
+                    if g is None and strict:
+                        raise RuntimeError(f"Output {i} of the user-provided function is independent of input {j}. "
+                                           "This is not allowed in strict mode.")
+                    if g is not None and strict and create_graph and not g.requires_grad:
+                        raise RuntimeError(_NO_GRAPH.format(what="jacobian", i=i))
+                per_element.append(_zeros_for_none(grads, inputs, False, create_graph, "back"))
             rows.append(tuple(
                 (stack([g[j] for g in per_element]) if per_element else Tensor._make(np.zeros((0,) + x.shape, x.dtype)))
                 .reshape(out.shape + x.shape)
@@ -176,30 +233,35 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     is_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def gradient(*point: Tensor) -> Any:
-        return jacobian(lambda *x: _one_element(func(*x), "hessian"), point if is_tuple else point[0],
-                        create_graph=True, strict=strict)
+        jac = jacobian(lambda *x: _one_element(func(*x), "hessian", strict), point, create_graph=True)
+        _check_depends(jac, "jacobian", strict)
+        return jac if is_tuple else jac[0]
 
     return jacobian(gradient, inputs if is_tuple else inputs[0], create_graph=create_graph, strict=strict,
                     vectorize=vectorize, strategy=outer_jacobian_strategy)
 
 
-def _one_element(out: Any, fn: str) -> Tensor:
-    if isinstance(out, tuple) and len(out) == 1:
-        out = out[0]
-    if not isinstance(out, Tensor):
+def _one_element(out: Any, fn: str, strict: bool) -> Tensor:
+    """``func``'s result, which must be one Tensor of one element (made 0-d), checked as torch checks it."""
+    is_tuple, outputs = _as_tuple(out, "outputs of the user-provided function", fn)
+    if strict and not outputs[0].requires_grad:
+        raise RuntimeError("Output 0 of the user-provided function does not require gradients. The outputs must be "
+                           "computed in a differentiable manner from the input when running in strict mode.")
+    if is_tuple:
         raise RuntimeError(f"The function given to {fn} should return a single Tensor")
     if out.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
-    return out
+    return out.reshape(())
 
 
-def _gradient_at(func: Callable[..., Any], inputs: tuple[Tensor, ...], v: Any, fn: str,
-                 strict: bool) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor, ...]]:
-    """What ``vhp`` and ``hvp`` start from (in grad mode): ``func``'s one element, ``v`` checked, and the gradient
-    with a graph of its own."""
-    out = _one_element(func(*inputs), fn)
-    vs = _vector(v, inputs, fn, "input to the user-provided function")
-    jac = _weighted_grads((out,), inputs, (Tensor._make(np.ones(out.shape, out.dtype)),), True, strict, "output")
+def _gradient_at(func: Callable[..., Any], inputs: tuple[Tensor, ...], is_tuple: bool, v: Any, fn: str,
+                 strict: bool) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor | None, ...]]:
+    """What ``vhp`` and ``hvp`` start from (in grad mode): ``v`` checked, ``func``'s one element, and its gradient
+    with a graph of its own (None for an input it does not depend on)."""
+    vs = _vector(v, inputs, is_tuple, fn, "input to the user-provided function")
+    out = _one_element(func(*inputs), fn, strict)
+    jac = _grads((out,), inputs, (Tensor._make(np.ones((), out.dtype)),), True)
+    _check_depends(jac, "jacobian", strict)
     return out, vs, jac
 
 
@@ -209,8 +271,8 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        out, vs, jac = _gradient_at(func, inputs, v, "vhp", strict)
-        result = _weighted_grads(jac, inputs, vs, create_graph, strict, "jacobian")
+        out, vs, jac = _gradient_at(func, inputs, is_tuple, v, "vhp", strict)
+        result = _zeros_for_none(_grads(jac, inputs, vs, create_graph), inputs, strict, create_graph, "double_back")
     return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)
 
 
@@ -220,6 +282,8 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        out, vs, jac = _gradient_at(func, inputs, v, "hvp", strict)
-        result = _jvp_of(jac, inputs, vs, create_graph, strict)
+        out, vs, jac = _gradient_at(func, inputs, is_tuple, v, "hvp", strict)
+        us = tuple(Tensor._make(np.zeros(x.shape, x.dtype)).requires_grad_(True) for x in inputs)
+        hv = _grads(_grads(jac, inputs, us, True), us, vs, create_graph)  # (the double-backward trick, as jvp)
+        result = _zeros_for_none(hv, inputs, strict, create_graph, "double_back_trick")
     return _returned((out,), False, create_graph), _returned(result, is_tuple, create_graph)
