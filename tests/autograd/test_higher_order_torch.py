@@ -290,3 +290,83 @@ def test_dropout_in_flash_attention_refuses_a_second_derivative_clearly():
     assert g.shape == q.shape
     with pytest.raises(RuntimeError, match="dropout_p > 0 cannot be differentiated twice"):
         ta.autograd.grad(out.sum(), q, create_graph=True)
+
+
+def test_a_backward_computed_outside_the_recorded_ops_is_refused_under_create_graph(monkeypatch):
+    """Planted: tanh's backward returns a NumPy array even when handed Tensors. Its derivative cannot be taken,
+    so create_graph=True refuses, naming the op, rather than treating the gradient as a constant."""
+    def on_arrays_only(ctx, grad_output):
+        (out,) = ctx.saved_tensors
+        out, g = (np.asarray(t.detach().numpy() if isinstance(t, ta.Tensor) else t) for t in (out, grad_output))
+        return (g * (1 - out * out),)
+
+    monkeypatch.setattr(elementwise.Tanh, "backward", staticmethod(on_arrays_only))
+    x = ta.tensor(np.linspace(-1, 1, 4), requires_grad=True)
+    (g,) = ta.autograd.grad(x.tanh().sum(), x)  # (the first derivative is fine)
+    np.testing.assert_allclose(g.numpy(), 1 - np.tanh(x.detach().numpy()) ** 2)
+    with pytest.raises(RuntimeError, match="Tanh.backward returned a ndarray, not a Tensor, with create_graph"):
+        ta.autograd.grad(x.tanh().sum(), x, create_graph=True)
+
+
+class _WrongLinear(Function):
+    """Planted: a linear op (y = 2x) whose backward is not its forward's transpose (3 dy instead of 2 dy)."""
+
+    on_arrays, linear = True, True  # (an op like tinyattn's own: its second derivative is its forward)
+
+    @staticmethod
+    def forward(ctx, x):
+        return 2.0 * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return 3.0 * grad_output
+
+
+def _planted_tanh(monkeypatch, kept=0.0):
+    """Tanh's backward with a share ``1 - kept`` of its output's dependence on x cut (detached)."""
+    def partly_detached(ctx, grad_output):
+        (out,) = ctx.saved_tensors
+        if isinstance(out, ta.Tensor):
+            out = out * kept + out.detach() * (1 - kept)
+        return (grad_output * (1 - out * out),)
+
+    monkeypatch.setattr(elementwise.Tanh, "backward", staticmethod(partly_detached))
+
+
+X5 = np.random.default_rng(4).standard_normal(5)
+
+
+def test_gradgradcheck_checks_the_derivative_with_respect_to_the_output_gradient():
+    """A linear op's gradient depends on the output gradient alone: only the check with respect to it (the
+    random grad_outputs, which require grad) sees a backward that is not its forward's transpose."""
+    x = ta.tensor(X5, requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: t.reshape(5, 1).T * 3.0, [x])  # (a right linear op passes)
+    with pytest.raises(ta.autograd.GradcheckError):
+        ta.autograd.gradgradcheck(lambda t: _WrongLinear.apply(t), [x])
+
+
+def test_gradgradcheck_takes_one_tensor_numbers_and_given_grad_outputs():
+    x = ta.tensor(X5, requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: (t * t).tanh(), x)  # (one Tensor, not a sequence)
+    assert ta.autograd.gradgradcheck(lambda t, s: (t * s).sin(), [x, 2.0])  # (a Python number among the inputs)
+    r = ta.tensor(np.random.default_rng(5).standard_normal(5), requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: (t * t).tanh(), [x], r)  # (one Tensor as grad_outputs)
+
+
+def test_gradgradcheck_checks_every_output(monkeypatch):
+    """The planted wrong second derivative in the second of two outputs is caught too."""
+    x = ta.tensor(X5, requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: (t.sin(), t.tanh()), [x])
+    _planted_tanh(monkeypatch)
+    with pytest.raises(ta.autograd.GradcheckError):
+        ta.autograd.gradgradcheck(lambda t: (t.sin(), t.tanh()), [x])
+
+
+def test_gradgradcheck_passes_its_tolerances_step_and_raise_exception_on(monkeypatch):
+    x = ta.tensor(X5, requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x])
+    assert not ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], eps=0.5, raise_exception=False)  # (too coarse)
+    _planted_tanh(monkeypatch, kept=0.99)  # (a second derivative 1% wrong)
+    assert not ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], raise_exception=False)
+    assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], atol=1.0, rtol=0.0)
+    assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], atol=0.0, rtol=0.5)

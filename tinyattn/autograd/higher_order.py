@@ -56,9 +56,7 @@ class Transposed(Function):
     def backward(ctx: Context, grad: np.ndarray) -> np.ndarray:
         """``op``'s forward, with its forward's options, on the gradient (a fresh context: nothing saved)."""
         op, op_ctx = ctx.kwargs["op"], ctx.kwargs["op_ctx"]
-        scratch = Context()
-        scratch.needs_input_grad = (False,)
-        return np.asarray(op.forward(scratch, grad, **op_ctx.kwargs))
+        return np.asarray(op.forward(Context(), grad, **op_ctx.kwargs))
 
 
 def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
@@ -74,7 +72,13 @@ def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
             grads = fn.backward(_on_tensors(node), grad_output)
     if not isinstance(grads, tuple):
         grads = (grads,)
-    return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(np.asarray(g)) for g in grads)
+    for g in grads:
+        if not (g is None or isinstance(g, Tensor)):  # (an array: computed outside the recorded ops, so its
+            # own derivative would be silently lost)
+            raise RuntimeError(f"{fn.__name__}.backward returned a {type(g).__name__}, not a Tensor, with "
+                               "create_graph=True: write it in operations that work on Tensors too, or mark it "
+                               "@once_differentiable")
+    return grads
 
 
 def _on_tensors(node: Node) -> Any:
@@ -98,8 +102,8 @@ def _through_composed(node: Node, grad_output: Tensor) -> tuple[Tensor | None, .
     wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     with enable_grad():
         out = node.fn.composed(*inputs, **node.ctx.kwargs)  # type: ignore[union-attr]
-        grads = grad(out, [inputs[i] for i in wanted], grad_output, create_graph=True, allow_unused=True)
+        grads = grad(out, [inputs[i] for i in wanted], grad_output, create_graph=True)  # (the twin uses each input)
     result: list[Tensor | None] = [None] * len(inputs)
     for i, g in zip(wanted, grads):
-        result[i] = g if g is not None else Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
+        result[i] = g
     return tuple(result)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .function import Context, Function
 from .higher_order import Transposed
 from .ops.elementwise import Cast, Clone
@@ -35,9 +33,7 @@ def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, 
                            "operation (wrap it in `with ta.no_grad():`, or change a clone)")
     chain = _chain(op, view, base)
     result = fn.apply(Clone.apply(view), *args, **kwargs)  # (on a copy: what the op saves is not the shared memory)
-    if not np.can_cast(result.dtype, view.dtype, casting="same_kind"):
-        raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type {view.dtype}")
-    if result.dtype != view.dtype:
+    if result.dtype != view.dtype:  # (a float view, so a float result: it casts as torch's same_kind rule allows)
         result = Cast.apply(result, dtype=view.dtype)
     put_back = result - view  # (the change, in the view's shape)
     for view_fn, ctx in chain:  # Vᵀ: each view op's backward, from the view back to the base
@@ -65,8 +61,12 @@ def _chain(op: str, view: Tensor, base: Tensor) -> list[tuple[type[Function], Co
             break
         chain.append((node.fn, node.ctx))
         node = node.edges[0]
-    if node is None or node is not target:
+    if node is None:
         raise RuntimeError(f"{op}: an in-place change to a view of a tensor that does not require grad, with a "
                            "value that does, is not supported here; clone() the view first, or make the base "
                            "require grad")
+    if node is not target:  # (torch rebuilds such a view's history from its base; here it is refused)
+        raise RuntimeError(f"{op}: the view's history no longer leads to its base, which was changed in place (or "
+                           "whose graph backward freed) since the view was made; take the view again from the base "
+                           "before changing it")
     return chain
