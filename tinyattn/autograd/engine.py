@@ -75,7 +75,6 @@ def propagate(
     grads: dict[Node, Any] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     recorder = grad_mode._recorder  # (the explainer's trace(), if it is watching)
     record = backward_graph if create_graph else None  # (each backward on Tensors, recorded as ops)
-    release = not (create_graph if retain_graph is None else retain_graph)  # (None: as create_graph, as torch)
     for node in topological_order(root):
         grad_output = grads.pop(node, None)
         if grad_output is None:  # every path from the output to this node carried a None gradient
@@ -90,7 +89,7 @@ def propagate(
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None and edge is not None:  # (an input that takes no gradient has no edge)
                 grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
-        if release:
+        if not (create_graph if retain_graph is None else retain_graph):  # (None: as create_graph, as torch)
             node.release()
 
 

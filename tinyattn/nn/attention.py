@@ -248,17 +248,16 @@ class MultiheadAttention(Module):
                                                       ("key", k, "kdim", self.kdim), ("value", v, "vdim", self.vdim))
                                           if c[1][-1] != c[3])
             raise ValueError(f"MultiheadAttention: {name} has shape {shape}, its last dim must be {what}={dim}")
-        batched = len(q) == 3
-        seq, batch = (1, 0) if batched and self.batch_first else (0, 1)
+        seq, batch = (1, 0) if len(q) == 3 and self.batch_first else (0, 1)
         if k[seq] != v[seq]:
             raise ValueError(f"MultiheadAttention: key and value must have the same sequence length, got shapes "
                              f"{k} and {v}")
-        if batched and not q[batch] == k[batch] == v[batch]:
+        if len(q) == 3 and not q[batch] == k[batch] == v[batch]:
             raise ValueError(f"MultiheadAttention: batch sizes differ: query {q}, key {k}, value {v} "
                              f"(batch dim {batch})")
         if is_causal and attn_mask is None:
             raise RuntimeError("MultiheadAttention: the is_causal hint requires attn_mask (as in torch)")
-        return batched
+        return len(q) == 3
 
     def _additive_mask(
         self, attn_mask: Any, key_padding_mask: Any, B: int, L: int, S: int, batched: bool, dtype: Any
