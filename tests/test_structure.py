@@ -79,8 +79,7 @@ def functions_in_ops():
         (path.name, node.name)
         for path in OPS
         for node in parse(path).body
-        if isinstance(node, ast.ClassDef) and any(getattr(b, "id", None) in ("Function", "FusedAttention")
-                                                  for b in node.bases)
+        if isinstance(node, ast.ClassDef) and any(getattr(b, "id", None) == "Function" for b in node.bases)
         and any(isinstance(f, ast.FunctionDef) and f.name == "forward" for f in node.body)  # (an op, not a base)
     }
 

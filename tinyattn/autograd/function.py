@@ -157,7 +157,8 @@ class Node:
     that input gets none); ``input_meta[i]`` is input ``i``'s (shape, dtype),
     which every gradient is checked against. Like torch, a node keeps only what
     ``forward`` saved, not its inputs: an intermediate array nobody saved is
-    freed as soon as the forward pass moves on.
+    freed as soon as the forward pass moves on. (A fused op, one with a ``composed``
+    twin, keeps its inputs too: its second derivative recomputes the twin from them.)
     """
 
     __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "output_id", "saved_versions",
@@ -182,7 +183,8 @@ class Node:
         for x, need in zip(inputs, ctx.needs_input_grad):
             edges.append((x._grad_fn or x._leaf_node or x.gradient_edge()) if need else None)  # (a leaf's: made once)
             meta.append((x.array.shape, x.array.dtype) if need else None)
-        self.edges, self.input_meta = edges, meta  # (lists: a node never changes them)
+        # (lists: a node never changes them; the inputs kept by a fused op only, for its composed twin: higher_order)
+        self.edges, self.input_meta, self.inputs = edges, meta, inputs if fn.composed is not None else ()
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
         self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()

@@ -57,21 +57,7 @@ def _block_keep(seed: int, j: int, shape: tuple[int, ...], p: float, dtype: Any)
     return keep.astype(dtype) / dtype.type(1 - p)
 
 
-class FusedAttention(Function):
-    """What FlashAttention and PackedFlashAttention share: a node that keeps its inputs, which the composed twin
-    (``composed``) is recomputed from when the gradient itself is differentiated (higher_order.py)."""
-
-    @classmethod
-    def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        """``Function.apply``, with the inputs kept on the node (``node.inputs``)."""
-        result = super().apply(*args, **kwargs)
-        node = result.grad_fn
-        if node is not None:
-            node.inputs = args
-        return result
-
-
-class FlashAttention(FusedAttention):
+class FlashAttention(Function):
     """``O = softmax(Q Kᵀ · scale + M) V`` by key blocks; saves ``O`` and ``LSE`` and recomputes ``P`` in backward.
 
     Shapes: ``q (..., L, d)``, ``k (..., S, d)``, ``v (..., S, d_v)`` -> ``O (..., L, d_v)``;
@@ -211,7 +197,7 @@ class FlashAttention(FusedAttention):
         return scores.softmax(-1) @ v  # (a row that sees no key: softmax gives 0, as forward's O = 0)
 
 
-class PackedFlashAttention(FusedAttention):
+class PackedFlashAttention(Function):
     """FlashAttention on ``qkv (3, ..., n, d)``: Q, K and V stacked in one array, as one in-projection makes them.
 
     ``O = softmax(Q Kᵀ · scale + M) V`` with ``Q, K, V = qkv[0], qkv[1], qkv[2]``, by ``FlashAttention.forward``;
