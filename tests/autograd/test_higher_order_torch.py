@@ -370,3 +370,76 @@ def test_gradgradcheck_passes_its_tolerances_step_and_raise_exception_on(monkeyp
     assert not ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], raise_exception=False)
     assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], atol=1.0, rtol=0.0)
     assert ta.autograd.gradgradcheck(lambda t: t.tanh(), [x], atol=0.0, rtol=0.5)
+
+
+def test_grad_outputs_of_another_dtype_with_a_graph_are_cast_as_torch():
+    """A float64 grad_outputs that requires grad, for a float32 output: the gradient is float32 (as the input), and
+    it is still a function of grad_outputs (differentiated back in float64)."""
+    rng = np.random.default_rng(11)
+    data, u = rng.standard_normal(4).astype(np.float32), rng.standard_normal(4)
+    results = []
+    for lib in (ta, torch):
+        x, w = lib.tensor(data, requires_grad=True), lib.tensor(u, requires_grad=True)
+        (g,) = lib.autograd.grad(x * x.sin(), x, w, create_graph=True)
+        (dw,) = lib.autograd.grad((g * g).sum(), w)
+        results.append((g.dtype, dw.dtype, g.detach().numpy(), dw.numpy()))
+    (g_dtype, dw_dtype, g, dw), (_, _, g_torch, dw_torch) = results
+    assert (str(g_dtype), str(dw_dtype)) == ("float32", "float64")
+    np.testing.assert_allclose(g, g_torch, rtol=1e-6)
+    np.testing.assert_allclose(dw, dw_torch, rtol=1e-6)
+
+
+def test_materialized_gradient_of_an_unused_input_has_its_dtype():
+    x = ta.tensor([1.0, 2.0], requires_grad=True)
+    unused = ta.tensor([3.0], dtype=ta.float32, requires_grad=True)
+    zeros = ta.autograd.grad((x * x).sum(), [x, unused], materialize_grads=True)[1]
+    assert zeros.dtype == ta.float32 and zeros.shape == (1,)
+
+
+def test_autograd_backward_takes_grad_tensors_retain_graph_and_create_graph_as_torch():
+    """``autograd.backward(tensors, grad_tensors, retain_graph, create_graph)``: each argument reaches the backward
+    pass (a second pass through the same graph; a non-scalar output's weights; a .grad that can be differentiated)."""
+    rng = np.random.default_rng(12)
+    data, u = rng.standard_normal(3), rng.standard_normal(3)
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = x * x * x
+        lib.autograd.backward(y, lib.tensor(u), retain_graph=True)
+        lib.autograd.backward([y], [lib.tensor(u)], None, True)  # (positional, one-element lists; create_graph)
+        assert x.grad.requires_grad
+        (second,) = lib.autograd.grad(x.grad.sum(), x)
+        results.append((x.grad.detach().numpy(), second.numpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_backward_create_graph_with_a_gradient_that_requires_grad_as_torch():
+    """``y.backward(w, create_graph=True)`` for a non-scalar ``y``: ``x.grad`` is a function of ``w`` too."""
+    rng = np.random.default_rng(13)
+    data, u = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    results = []
+    for lib in (ta, torch):
+        x, w = lib.tensor(data, requires_grad=True), lib.tensor(u, requires_grad=True)
+        (x.tanh() * x).backward(w, create_graph=True)
+        results.append([t.numpy() for t in lib.autograd.grad((x.grad ** 2).sum(), [x, w])])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, **TOL)
+
+
+def test_second_derivative_across_dtypes_matches_torch():
+    """float32 and float64 inputs mixed (a broadcast product, cat, stack): each first gradient comes back in its
+    input's dtype, with a graph, through the casts the backward formulas make on Tensors."""
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4)
+    u = rng.standard_normal(3)
+    results = []
+    for lib in (ta, torch):
+        x, w = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        out = ((x * w).sin() + lib.cat([x, w[None] * w[None]], 0)[:3] * lib.stack([x[0], w], 0).exp().sum(0)).sum(1)
+        gx, gw = lib.autograd.grad(out, [x, w], lib.tensor(u), create_graph=True)
+        assert (str(gx.dtype).split(".")[-1], str(gw.dtype).split(".")[-1]) == ("float32", "float64")
+        hx, hw = lib.autograd.grad((gx * gx).sum() + (gw * gw).sum(), [x, w])
+        results.append([t.detach().numpy() for t in (gx, gw, hx, hw)])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -2,6 +2,10 @@
 
 For ``out = f(a, b)`` with upstream gradient ``dout = dL/dout`` (``grad_output`` in the code) each backward returns
 ``dL/da = unbroadcast(dout * df/da)`` and ``dL/db = unbroadcast(dout * df/db)``.
+
+Operands of two dtypes compute in the promoted one (``_operands``), but what forward saves for backward
+is each operand as it was given, as torch saves its inputs: NumPy promotes again in backward, and with
+``create_graph`` the saved operand is the input itself, so the second derivative reaches it.
 """
 
 from __future__ import annotations
@@ -88,9 +92,9 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        a, b = _operands(ctx, "mul", a, b)
-        # keep each operand only if the *other* one needs a gradient (x * scalar keeps nothing big)
+        # keep each operand (as given: see the module's docstring) only if the *other* one needs a gradient
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
+        a, b = _operands(ctx, "mul", a, b)
         return a * b
 
     @staticmethod
@@ -109,8 +113,8 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        a, b = _operands(ctx, "div", a, b, floating=True)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
+        a, b = _operands(ctx, "div", a, b, floating=True)
         return a / b
 
     @staticmethod
@@ -133,8 +137,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        a, b = _operands(ctx, "pow", a, b)
-        out = np.power(a, b)
+        out = np.power(*_operands(ctx, "pow", a, b))
         ctx.save_for_backward(a, b, out)
         return out
 
