@@ -47,10 +47,14 @@ def test_out_refuses_a_graph_as_torch():
             lib.mul(lib.ones(2, requires_grad=True), 2.0, out=lib.zeros(2))
 
 
-def test_next_functions_walks_the_graph_one_edge_per_input():
+@pytest.mark.parametrize("after_backward", [False, True])
+def test_next_functions_walks_the_graph_one_edge_per_input(after_backward):
+    """Before backward and after it (which frees what forward saved, but not the graph's edges), as torch."""
     def chain(lib):
         x = lib.ones(3, requires_grad=True)
         loss = ((x * 2).exp() + 1).sum()
+        if after_backward:
+            loss.backward()
         names, node = [], loss.grad_fn
         while node is not None and node.next_functions:
             nxt = [n for n, _ in node.next_functions if n is not None]

@@ -288,3 +288,25 @@ def test_forward_returning_an_array_is_told_what_it_is():
 
     with pytest.raises(TypeError, match="ReturnsArray.forward must return Tensors"):
         ReturnsArray.apply(ta.ones(2))
+
+
+@pytest.mark.parametrize("module, kind", [("tinyattn.autograd.ops.my_op", np.ndarray), ("tinyattn", np.ndarray),
+                                          ("my_course.ops", ta.Tensor), ("tinyattn_course.ops", ta.Tensor)])
+def test_the_package_a_function_is_defined_in_decides_its_kind(module, kind):
+    """A Function defined in one of tinyattn's own modules is an op on arrays (as the ops in ops/ are) without
+    saying so; one defined anywhere else, even a package whose name starts alike, gets torch's contract."""
+    seen = []
+
+    def forward(ctx, x):
+        seen.append(type(x))
+        return x * 2
+
+    def backward(ctx, grad_output):
+        return grad_output * 2
+
+    op = type("Double", (ta.autograd.Function,), {"__module__": module, "forward": staticmethod(forward),
+                                                    "backward": staticmethod(backward)})
+    x = ta.tensor([1.0, -2.0], requires_grad=True)
+    op.apply(x).sum().backward()
+    assert seen == [kind]
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])

@@ -97,3 +97,50 @@ def test_the_float32_warning_points_at_the_caller_and_a_callable_without_name_is
     wrong = functools.partial(SoftmaxWithWrongBackward.apply)
     with pytest.raises(GradcheckError, match=r"^gradcheck: functools\.partial\("):
         gradcheck(wrong, (ta.tensor(np.arange(3.0), requires_grad=True),))
+
+
+class CubeWithConstantSlope(Function):
+    """``x³`` whose backward, when recorded as ops, treats the saved ``x`` as a constant: its first derivative is
+    right, its second is not (planted)."""
+
+    on_arrays = True
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        x = x.detach().numpy() if isinstance(x, ta.Tensor) else x
+        return grad_output * (3 * x * x)
+
+
+def test_gradgradcheck_takes_an_input_the_function_does_not_use():
+    """As torch's: an input that requires grad but that the function ignores has a zero second derivative."""
+    a, b = (ta.tensor(np.linspace(-1, 1, n), requires_grad=True) for n in (4, 3))
+    assert ta.autograd.gradgradcheck(lambda s, t: (s * s).sin(), [a, b])
+
+
+def test_gradgradcheck_takes_grad_outputs_with_zeros():
+    """A one-hot grad_outputs (the second derivative of one output element) is an ordinary vector."""
+    x = ta.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    one_hot = ta.tensor(np.eye(5)[1], requires_grad=True)
+    assert ta.autograd.gradgradcheck(lambda t: (t * t).tanh(), [x], one_hot)
+    with pytest.raises(GradcheckError):
+        ta.autograd.gradgradcheck(CubeWithConstantSlope.apply, [x], one_hot)
+
+
+def test_gradgradcheck_is_reproducible_and_its_seed_reaches_the_outer_check(rng):
+    """With grad_outputs given, only the seed picks the outer check's weights: the same seed, the same message."""
+    x = ta.tensor(rng.standard_normal(4), requires_grad=True)
+    r = ta.tensor(rng.standard_normal(4), requires_grad=True)
+
+    def message(**kwargs):
+        with pytest.raises(GradcheckError) as err:
+            ta.autograd.gradgradcheck(CubeWithConstantSlope.apply, [x], r, **kwargs)
+        return str(err.value)
+
+    assert message() == message(seed=0)
+    assert message(seed=1) == message(seed=1) != message(seed=0)

@@ -420,11 +420,13 @@ def test_a_float32_view_changed_in_place_by_a_float64_value_stays_float32_as_tor
 
 
 @pytest.mark.parametrize("change_base", [lambda y: y.add_(1.0), lambda y: y[1].mul_(2.0)], ids=["base", "other_view"])
-def test_a_view_whose_base_changed_since_it_was_made_is_refused_clearly(change_base):
+@pytest.mark.parametrize("make_base", [lambda x: x * 2, lambda x: ta.full((2, 3), 2.0) * x], ids=["x*2", "c*x"])
+def test_a_view_whose_base_changed_since_it_was_made_is_refused_clearly(change_base, make_base):
     """torch rebuilds the stale view's history from its base; here the in-place change is refused, naming the op
-    and the reason (not a misleading message, not a wrong gradient). Taken again, the view works as torch's."""
+    and the reason (not a misleading message, not a wrong gradient). Taken again, the view works as torch's.
+    (The base's old history, behind the view, may start at a constant: c * x.)"""
     x = ta.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
-    y = x * 2
+    y = make_base(x)
     v = y[0]
     change_base(y)
     with pytest.raises(RuntimeError, match=r"^mul_: the view's history no longer leads to its base"):

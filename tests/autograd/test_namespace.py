@@ -109,6 +109,17 @@ def test_bfloat16_can_be_named_but_not_used():
             make()
 
 
+def test_a_dtype_numpy_lacks_names_itself_and_its_reason():
+    """Each such name (bfloat16, complex64...) is one ``UnsupportedDtype``: made anew, it refuses with its own reason."""
+    from tinyattn.autograd.dtypes import UnsupportedDtype
+
+    float8 = UnsupportedDtype("float8_e4m3fn", "NumPy has no float8")
+    assert repr(float8) == "tinyattn.float8_e4m3fn"
+    for make in (lambda: torch.zeros(2, dtype=float8), lambda: torch.ones(2).to(float8)):
+        with pytest.raises(TypeError, match="float8_e4m3fn is not supported: NumPy has no float8"):
+            make()
+
+
 def test_set_default_dtype_changes_what_python_floats_become():
     assert torch.get_default_dtype() == np.float32
     try:

@@ -112,9 +112,9 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
 def _graph_root(root: Tensor, gradient: Any) -> Tensor:
     """The root gradient of a backward recorded as ops: a Tensor that requires grad stays itself (the gradients
     are then functions of it too, as in torch), checked as any other."""
-    g = _root_gradient(root, gradient.detach() if isinstance(gradient, Tensor) else gradient)
+    g = _root_gradient(root, gradient)
     if isinstance(gradient, Tensor) and gradient.requires_grad:
-        return gradient if gradient.dtype == root.dtype else gradient.to(root.dtype)
+        return gradient.to(root.dtype)  # (itself, in the output's dtype already)
     return Tensor._make(g)
 
 

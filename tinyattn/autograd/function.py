@@ -232,9 +232,9 @@ class Node:
                             f"and dtype {meta[1]}")
 
     def release(self) -> None:
-        """Free the saved arrays and the links to the inputs (the graph behind)."""
+        """Free what forward saved and the inputs it kept; the edges stay (as torch's: ``next_functions``)."""
         self.ctx, self.released = None, True
-        self.edges = self.saved_versions = self.inputs = ()
+        self.saved_versions = self.inputs = ()
 
     def output_changed(self, array: np.ndarray) -> None:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""

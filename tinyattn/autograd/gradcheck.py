@@ -138,10 +138,7 @@ def gradgradcheck(
     def gradient(*args: Any) -> tuple[Tensor | None, ...]:
         xs, rs = args[: len(inputs)], args[len(inputs):]
         with enable_grad():  # (gradcheck evaluates it under no_grad; this derivative needs its graph)
-            terms = [(o * r).sum() for o, r in zip(_outputs(func(*xs)), rs)]
-            loss = terms[0]
-            for term in terms[1:]:
-                loss = loss + term
+            loss = sum((o * r).sum() for o, r in zip(_outputs(func(*xs)), rs))
             return grad(loss, [xs[i] for i in positions], create_graph=True, materialize_grads=True)
 
     gradient.__name__ = f"the gradient of {getattr(func, '__name__', repr(func))}"
