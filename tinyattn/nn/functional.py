@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor, cat, default_generator, tensor, where
-from ..autograd.function import broadcasts_to
+from ..autograd.function import broadcast_shapes, broadcasts_to
 from ..autograd.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
 from ..autograd.ops.matmul import LinearFn
@@ -85,9 +85,11 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
     (``mode="constant"`` only; a negative amount crops)."""
     if mode != "constant":
         raise NotImplementedError(f"pad: mode={mode!r} is not implemented in tinyattn (only 'constant')")
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError(f"Padding length must be divisible by 2 and at most twice the dims of the input "
-                         f"({input.ndim}), got {tuple(pad)}")
+    if len(pad) % 2:
+        raise RuntimeError(f"Padding length must be divisible by 2, got {tuple(pad)}")
+    if len(pad) > 2 * input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
     out = input
     for i in range(len(pad) // 2):
         axis, before, after = input.ndim - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])
@@ -104,17 +106,22 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
-    """``x / max(||x||_p, eps)`` along ``dim``."""
+    """``x / max(||x||_p, eps)`` along ``dim`` (at ``||x||_p = eps`` the gradient flows through the norm, as torch's)."""
     if out is not None:
         raise TypeError("normalize: out= is not supported here")
     norm = input.norm(p, dim, keepdim=True)
-    return input / where(norm.array > eps, norm, eps)
+    return input / where(norm.array >= eps, norm, eps)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
-    denominator = x1.norm(2, dim) * x2.norm(2, dim)
-    return (x1 * x2).sum(dim) / where(denominator.array > eps, denominator, eps)
+    """``(x1 / max(||x1||, eps)) . (x2 / max(||x2||, eps))`` along ``dim``, after broadcasting the two, as torch.
+
+    As torch's, a norm held at ``eps`` still passes on its gradient (torch clamps it in place, unrecorded)."""
+    shape = broadcast_shapes("cosine_similarity", x1.shape, x2.shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1, n2 = x1.norm(2, dim, keepdim=True), x2.norm(2, dim, keepdim=True)
+    n1, n2 = (n + tensor(np.maximum(n.array, eps) - n.array) for n in (n1, n2))  # (max(n, eps) in value only)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
