@@ -162,32 +162,45 @@ def test_third_derivative_through_linear_ops_matches_torch():
     np.testing.assert_allclose(third(ta), third(torch), **TOL)
 
 
-@pytest.mark.parametrize("block_size, causal, heads_kv", [(128, False, 2), (2, False, 2), (2, True, 2), (3, False, 1)])
-def test_hvp_through_flash_attention_matches_torch(block_size, causal, heads_kv):
-    rng = np.random.default_rng(block_size + causal + heads_kv)
-    q, k, v = (rng.standard_normal(s) for s in [(1, 2, 5, 4), (1, heads_kv, 5, 4), (1, heads_kv, 5, 3)])
-    u, w = rng.standard_normal((1, 2, 5, 3)), rng.standard_normal((1, 2, 5, 4))
+@pytest.mark.parametrize("block_size, causal, lead, heads_kv, mask", [
+    (128, False, (1, 2), 2, None), (2, False, (1, 2), 2, None), (2, True, (1, 2), 2, None), (3, False, (1, 2), 1, None),
+    (2, False, (2, 4), 2, None), (3, False, (4,), 2, None), (2, False, (1, 2), 2, "float"), (3, False, (2, 4), 2, "bool"),
+], ids=lambda c: str(c))
+def test_hvp_through_flash_attention_matches_torch(block_size, causal, lead, heads_kv, mask):
+    """Through the composed twin: key blocks, causal, grouped K/V heads (GQA: several query heads to one K/V head,
+    with and without a batch dim), a float or bool mask."""
+    rng = np.random.default_rng(block_size + causal + heads_kv + len(lead))
+    kv_lead = lead[:-1] + (heads_kv,)
+    q, k, v = (rng.standard_normal(s) for s in [lead + (5, 4), kv_lead + (5, 4), kv_lead + (5, 3)])
+    u, w = rng.standard_normal(lead + (5, 3)), rng.standard_normal(lead + (5, 4))
+    masks = {None: None, "float": rng.standard_normal((5, 5)), "bool": rng.random((1, 5)) < 0.7}
+    masks["bool"][0, 0] = True  # (every query sees a key)
 
     def hvp(lib, attend):
         tq, tk, tv = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
-        out = attend(lib, tq, tk, tv)
+        m = None if masks[mask] is None else lib.tensor(masks[mask])
+        out = attend(lib, tq, tk, tv, m)
         (gq,) = lib.autograd.grad((out * lib.tensor(u)).sum(), tq, create_graph=True)
         return [g.numpy() for g in lib.autograd.grad((gq * lib.tensor(w)).sum(), [tq, tk, tv])]
 
-    def ours(lib, tq, tk, tv):
-        return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, block_size=block_size,
-                                              enable_gqa=heads_kv != 2)
+    def ours(lib, tq, tk, tv, m):
+        return F.scaled_dot_product_attention(tq, tk, tv, m, is_causal=causal, block_size=block_size,
+                                              enable_gqa=heads_kv != lead[-1])
 
-    def theirs(lib, tq, tk, tv):
-        return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
-                                                                enable_gqa=heads_kv != 2)
+    def theirs(lib, tq, tk, tv, m):
+        return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, m, is_causal=causal,
+                                                                enable_gqa=heads_kv != lead[-1])
 
     for a, b in zip(hvp(ta, ours), hvp(torch, theirs)):
         np.testing.assert_allclose(a, b, **TOL)
 
 
-def test_hessian_vector_product_through_multihead_attention_matches_torch():
+@pytest.mark.parametrize("masked", [False, True])
+def test_hessian_vector_product_through_multihead_attention_matches_torch(masked):
+    """Both paths, unmasked and with a key padding mask and a float attention mask."""
     rng = np.random.default_rng(11)
+    padding = np.array([[False, False, False, True, True], [False, False, False, False, True]])
+    attn = rng.standard_normal((5, 5))
     ours = ta.nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
     theirs = torch.nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
     theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
@@ -199,7 +212,8 @@ def test_hessian_vector_product_through_multihead_attention_matches_torch():
     # composed path is the reference for both
     for lib, mha, need_weights in ((ta, ours, False), (ta, ours, True), (torch, theirs, True)):
         x = lib.tensor(data)
-        out, _ = mha(x, x, x, need_weights=need_weights)
+        masks = dict(key_padding_mask=lib.tensor(padding), attn_mask=lib.tensor(attn)) if masked else {}
+        out, _ = mha(x, x, x, need_weights=need_weights, **masks)
         params = [p for _, p in mha.named_parameters()]
         grads = lib.autograd.grad((out * lib.tensor(u)).sum(), params, create_graph=True)
         dot = sum((g * lib.tensor(direction[n])).sum() for (n, _), g in zip(mha.named_parameters(), grads))
