@@ -441,3 +441,47 @@ def test_a_view_whose_base_changed_since_it_was_made_is_refused_clearly(change_b
         (g,) = lib.autograd.grad((y * y * dy).sum(), x)
         grads.append(g.numpy())
     np.testing.assert_allclose(*grads, rtol=1e-12)
+
+
+def _detached(lib, e):
+    e.detach().add_(1.0)
+
+
+def _view_in_graph(lib, e):
+    e[0].mul_(2.0)
+
+
+def _view_under_no_grad(lib, e):
+    with lib.no_grad():
+        e[:, 1:].mul_(2.0)
+
+
+def _element_of_detached(lib, e):
+    e.detach()[1, 2].add_(1.0)
+
+
+@pytest.mark.parametrize("change", [_detached, _view_in_graph, _view_under_no_grad, _element_of_detached])
+@pytest.mark.parametrize("make", [lambda t: t.exp(), lambda t: t.tanh(), lambda t: t.softmax(-1),
+                                  lambda t: t.sqrt()], ids=["exp", "tanh", "softmax", "sqrt"])
+def test_an_output_its_op_saved_changed_through_an_alias_is_refused_as_torch(make, change):
+    """``exp`` (and tanh, softmax, sqrt) saves its output for backward; changed in place through anything sharing
+    its memory (a view, detach(), under no_grad or not), the backward would read the new values: refused."""
+    for lib in (ta, torch):
+        a = lib.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+        e = make(a)
+        change(lib, e)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (e * e).sum().backward()
+
+
+def test_data_is_an_alias_the_version_counter_does_not_see_as_torch():
+    """``.data`` shares memory but not the version counter: torch lets the change through, and so does tinyattn
+    (the gradient then reads the changed output, in both)."""
+    grads = []
+    for lib in (ta, torch):
+        a = lib.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+        e = a.exp()
+        e.data.add_(1.0)
+        e.sum().backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-12)
