@@ -363,7 +363,8 @@ def test_clamp_passes_the_gradient_at_its_ends_as_torch():
 @pytest.mark.parametrize("call,error,match", [
     (lambda: torch.tril(torch.ones(3)), RuntimeError, "at least 2 dimensions"),
     (lambda: torch.gather(torch.ones(2, 3), 1, torch.tensor([[0.0]])), RuntimeError, "int64 index"),
-    (lambda: torch.gather(torch.ones(2, 3), 1, torch.tensor([[3]])), IndexError, "out of range"),
+    (lambda: torch.gather(torch.ones(2, 3), 1, torch.tensor([[3]])), RuntimeError, "index 3 is out of bounds for dim"),
+    (lambda: torch.gather(torch.ones(2, 3), 1, torch.tensor([[-1]])), RuntimeError, "index -1 is out of bounds for dim"),
     (lambda: torch.gather(torch.ones(2, 3), 1, torch.tensor([0])), RuntimeError, "same number of dims"),
     (lambda: torch.einsum("ij,jk->ik", torch.ones(2, 3), torch.ones(4, 2)), ValueError, "has sizes 3 and 4"),
     (lambda: torch.einsum("ii->i", torch.ones(2, 2)), NotImplementedError, "repeated index"),

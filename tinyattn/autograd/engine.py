@@ -62,8 +62,7 @@ def topological_order(root: Node) -> list[Node]:
 
 
 def propagate(
-    root: Node, grad_root: Any, retain_graph: bool | None, wanted: dict[Node, Any] | None = None,
-    create_graph: bool = False,
+    root: Node, grad_root: Any, retain_graph: bool | None, wanted: dict[Node, Any] | None, create_graph: bool
 ) -> Iterator[tuple[Node, Any]]:
     """Run every node's backward behind ``root``, from the output to the leaves.
 

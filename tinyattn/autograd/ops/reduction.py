@@ -75,7 +75,6 @@ class Amax(Function):
         ctx.dims = normalize_dims("amax", dim, x.ndim)
         if x.size == 0 and (not ctx.dims or any(x.shape[d] == 0 for d in ctx.dims)):
             raise ValueError(f"amax: cannot reduce over an empty dim of a tensor of shape {x.shape}")
-        ctx.keepdim = keepdim
         out = x.max(axis=ctx.dims, keepdims=True)
         ctx.kept_shape = out.shape
         ctx.save_for_backward(x == out)
@@ -85,8 +84,7 @@ class Amax(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         (is_max,) = ctx.saved_tensors
         ties = is_max.sum(axis=ctx.dims, keepdims=True, dtype=grad_output.dtype)
-        grad_output = grad_output if ctx.keepdim else grad_output.reshape(ctx.kept_shape)
-        return (is_max * (grad_output / ties),)
+        return (is_max * (grad_output.reshape(ctx.kept_shape) / ties),)  # (dout with the reduced dims kept, as 1s)
 
 
 class TakeAlong(Function):
@@ -127,7 +125,7 @@ class Var(Function):
         count = math.prod(x.shape[d] for d in dims)
         mean = np.mean(x, axis=dims, keepdims=True)
         centered = x - mean
-        ctx.dims, ctx.keepdim, ctx.denom, ctx.kept_shape = dims, keepdim, max(count - correction, 0), mean.shape
+        ctx.dims, ctx.denom, ctx.kept_shape = dims, max(count - correction, 0), mean.shape
         ctx.save_for_backward(centered, x)
         if ctx.denom == 0:  # as torch: a warning, and nan (0 / 0) in the value and the gradient
             # (no stacklevel: how many frames lie between the user and this op depends on var/std/apply)
@@ -140,9 +138,8 @@ class Var(Function):
         centered, x = ctx.saved_tensors
         if on_tensors(x):  # a backward recorded as ops: x − mean again, as ops on x
             centered = x - x.mean(axis=ctx.dims, keepdims=True)
-        grad_output = grad_output if ctx.keepdim else grad_output.reshape(ctx.kept_shape)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (2 * centered * grad_output / ctx.denom,)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (dout with the reduced dims kept, as 1s)
+            return (2 * centered * grad_output.reshape(ctx.kept_shape) / ctx.denom,)
 
 
 class Norm(Function):
@@ -154,7 +151,6 @@ class Norm(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:
         ctx.dims = normalize_dims("norm", dim, x.ndim)
-        ctx.keepdim = keepdim
         total = np.sum(x * x, axis=ctx.dims, keepdims=True)
         ctx.kept_shape = total.shape
         out = np.sqrt(total if keepdim else np.squeeze(total, axis=ctx.dims))

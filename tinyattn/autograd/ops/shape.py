@@ -294,8 +294,9 @@ def gather_index(op: str, shape: tuple[int, ...], dim: int, index: np.ndarray) -
         raise RuntimeError(f"{op}: index {index.shape} and input {shape} must have the same number of dims")
     if any(n > m for d, (n, m) in enumerate(zip(index.shape, shape)) if d != dim):
         raise RuntimeError(f"{op}: index of shape {index.shape} is larger than input {shape} outside dim {dim}")
-    if index.size and (index.min() < -shape[dim] or index.max() >= shape[dim]):
-        raise IndexError(f"{op}: index out of range for dim {dim} of size {shape[dim]}")
+    if index.size and (index.min() < 0 or index.max() >= shape[dim]):  # (no negative index, as torch)
+        bad = index.min() if index.min() < 0 else index.max()
+        raise RuntimeError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {shape[dim]}")
     grid: list[np.ndarray] = list(np.indices(index.shape, sparse=True))
     grid[dim] = index
     return tuple(grid)
