@@ -112,3 +112,11 @@ def test_gather_and_scatter_refuse_an_index_out_of_bounds_as_torch(op, bad):
         call = (lambda: x.gather(1, index)) if op == "gather" else (lambda: x.scatter(1, index, 1.0))
         with pytest.raises(RuntimeError, match=f"index {bad} is out of bounds for dim"):
             call()
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((), (3,)), ((3,), ()), ((), ())])
+def test_matmul_refuses_a_zero_d_operand_on_either_side(a_shape, b_shape):
+    with pytest.raises(ValueError, match=r"matmul: both operands need at least 1 dim"):
+        ta.ones(a_shape) @ ta.ones(b_shape)
+    with pytest.raises(RuntimeError, match="need to be at least 1D"):
+        torch.ones(a_shape) @ torch.ones(b_shape)
