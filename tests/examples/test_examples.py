@@ -194,7 +194,10 @@ def test_train_adder_interrupted_then_resumed_ends_as_an_unbroken_run(tmp_path):
     for _ in range(3):  # (on a loaded machine the Ctrl-C may land only after the run's end: then once more)
         (tmp_path / "run.pt").unlink(missing_ok=True)
         proc = subprocess.Popen([sys.executable, script, *args, "--save", "run.pt"], cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                # (Ctrl-C's default action, even where the suite runs with SIGINT ignored: a
+                                # background job of a script)
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not (tmp_path / "run.pt").exists() and time.monotonic() < deadline:
             time.sleep(0.005)
