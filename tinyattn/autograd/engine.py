@@ -43,7 +43,7 @@ _INPUTS_DONE = object()  # (a marker on topological_order's stack)
 def topological_order(root: Node) -> list[Node]:
     """The nodes behind ``root``, each before every node that produced one of its inputs."""
     order: list[Node] = []
-    visited: set[Node] = set()
+    visited: set[Node | None] = {None}  # (None: the edge of an input that takes no gradient, never visited)
     stack: list[Any] = [root]  # nodes to visit; _INPUTS_DONE above a node: everything behind it is in order
     while stack:
         node = stack.pop()
@@ -53,11 +53,8 @@ def topological_order(root: Node) -> list[Node]:
             if node.released:
                 raise _released_error(node)
             visited.add(node)
-            stack.append(node)
-            stack.append(_INPUTS_DONE)
-            for edge in node.edges:
-                if edge is not None:  # (one already visited is skipped when popped)
-                    stack.append(edge)
+            stack += (node, _INPUTS_DONE)
+            stack += node.edges  # (an edge already visited is skipped when popped)
     return order[::-1]  # output first
 
 
