@@ -485,3 +485,15 @@ def test_data_is_an_alias_the_version_counter_does_not_see_as_torch():
         e.sum().backward()
         grads.append(a.grad.numpy())
     np.testing.assert_allclose(*grads, rtol=1e-12)
+
+
+@pytest.mark.parametrize("refused", [lambda e: e.add_(ta.ones(4)), lambda e: e[0].add_(ta.ones(4)),
+                                     lambda e: e.detach().add_(ta.ones(4))], ids=["itself", "view", "detached"])
+def test_an_in_place_change_refused_before_writing_leaves_the_backward_intact(refused):
+    """A change refused for its shape writes nothing: the op that saved its output still runs its backward."""
+    a = ta.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    e = a.exp()
+    with pytest.raises((ValueError, RuntimeError)):
+        refused(e)
+    (g,) = ta.autograd.grad((e * e).sum(), a)
+    np.testing.assert_allclose(g.numpy(), 2 * np.exp(2 * a.detach().numpy()), rtol=1e-6)

@@ -205,15 +205,15 @@ class TensorAPI:
         if in_graph and self._requires_grad and self._grad_fn is None:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation "
                                "(wrap it in `with ta.no_grad():`, as optimizers do)")
-        for t in (self, self._base):  # the op that made this memory's owner (a view's or detach()'s base) and this
-            if t is not None and t._grad_fn is not None:  # tensor's own: if either saved its output, it now refuses
-                t._grad_fn.output_changed(t.array)
         if in_graph and self._base is not None:  # a view: its base's history is rewritten (views.py)
             return self._change_view_in_place(op, fn, args, kwargs)
         result = fn.apply(self, *args, **kwargs)
         if not np.can_cast(result.dtype, self.dtype, casting="same_kind"):  # (copies and fills cast: always can)
             raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired output type "
                                f"{self.dtype}")
+        for t in (self, self._base):  # the op that made this memory's owner (a view's or detach()'s base) and this
+            if t is not None and t._grad_fn is not None:  # tensor's own: if either saved its output, it now refuses
+                t._grad_fn.output_changed(t.array)
         self._version += 1  # (a view's: its base's, which changed with it)
         if in_graph:
             node = result._grad_fn

@@ -39,6 +39,8 @@ def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, 
     for view_fn, ctx in chain:  # Vᵀ: each view op's backward, from the view back to the base
         put_back = Transposed.apply(put_back, op=view_fn, op_ctx=ctx)
     new_base = base + put_back
+    if base._grad_fn is not None:  # the op that made the base: if it saved its output, its backward now refuses
+        base._grad_fn.output_changed(base.array)
     base.array[...] = new_base.array  # the base's memory: every view of it sees the new values
     base._grad_fn, base._requires_grad = new_base._grad_fn, True
     again = base
