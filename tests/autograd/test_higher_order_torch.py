@@ -164,7 +164,8 @@ def test_third_derivative_through_linear_ops_matches_torch():
 
 @pytest.mark.parametrize("block_size, causal, lead, heads_kv, mask", [
     (128, False, (1, 2), 2, None), (2, False, (1, 2), 2, None), (2, True, (1, 2), 2, None), (3, False, (1, 2), 1, None),
-    (2, False, (2, 4), 2, None), (3, False, (4,), 2, None), (2, False, (1, 2), 2, "float"), (3, False, (2, 4), 2, "bool"),
+    (2, False, (2, 4), 2, None), (3, False, (4,), 2, None), (2, False, (1, 2), 2, "float"),
+    (3, False, (2, 4), 2, "bool"),
 ], ids=lambda c: str(c))
 def test_hvp_through_flash_attention_matches_torch(block_size, causal, lead, heads_kv, mask):
     """Through the composed twin: key blocks, causal, grouped K/V heads (GQA: several query heads to one K/V head,

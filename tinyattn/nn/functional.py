@@ -106,7 +106,7 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
-    """``x / max(||x||_p, eps)`` along ``dim`` (at ``||x||_p = eps`` the gradient flows through the norm, as torch's)."""
+    """``x / max(||x||_p, eps)`` along ``dim`` (at ``||x||_p = eps`` the gradient flows through the norm, as torch)."""
     if out is not None:
         raise TypeError("normalize: out= is not supported here")
     norm = input.norm(p, dim, keepdim=True)
