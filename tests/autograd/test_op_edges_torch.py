@@ -7,28 +7,12 @@ import numpy as np
 import pytest
 
 import tinyattn as ta
+from tests.helpers import assert_as_torch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 rng = np.random.default_rng(77)
-
-
-def _value_and_grads(lib, program, arrays, needs, upstream):
-    xs = [lib.tensor(a, requires_grad=n) for a, n in zip(arrays, needs)]
-    out = program(lib, *xs)
-    grads = lib.autograd.grad(out, [x for x in xs if x.requires_grad], lib.tensor(upstream))
-    return [out.detach().numpy()] + [g.numpy() for g in grads]
-
-
-def _assert_as_torch(program, arrays, needs=None):
-    needs = needs or [True] * len(arrays)
-    shape = tuple(program(torch, *(torch.tensor(a) for a in arrays)).shape)
-    upstream = rng.standard_normal(shape)
-    ours, theirs = (_value_and_grads(lib, program, arrays, needs, upstream) for lib in (ta, torch))
-    assert [a.shape for a in ours] == [a.shape for a in theirs]
-    for a, b in zip(ours, theirs):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
 def test_an_index_of_ints_is_a_view_of_one_element_as_torch():
@@ -66,7 +50,7 @@ def test_copy_refuses_a_source_that_does_not_broadcast():
 @pytest.mark.parametrize("needs", [(True, False), (False, True), (True, True)])
 def test_matmul_with_a_vector_on_either_side_and_either_outside_the_graph_as_torch(a_shape, b_shape, needs):
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
-    _assert_as_torch(lambda lib, s, t: s @ t, [a, b], list(needs))
+    assert_as_torch(lambda lib, s, t: s @ t, [a, b], list(needs), atol=1e-14)
 
 
 @pytest.mark.parametrize("equation, shapes", [
@@ -75,7 +59,7 @@ def test_matmul_with_a_vector_on_either_side_and_either_outside_the_graph_as_tor
 ])
 def test_einsum_broadcasts_a_dim_of_size_one_as_torch(equation, shapes):
     arrays = [rng.standard_normal(s) for s in shapes]
-    _assert_as_torch(lambda lib, *xs: lib.einsum(equation, *xs), arrays)
+    assert_as_torch(lambda lib, *xs: lib.einsum(equation, *xs), arrays, atol=1e-14)
 
 
 @pytest.mark.parametrize("shapes", [[(3, 4), (2, 4)], [(2, 4), (3, 4)], [(2, 4), (5, 4)]])
@@ -91,9 +75,9 @@ def test_reductions_with_and_without_keepdim_as_torch(which, shape, dim, keepdim
     """A dim of size 1 that is not reduced stays (only the reduced dims are squeezed)."""
     x = rng.standard_normal(shape)
     if which == "norm":
-        _assert_as_torch(lambda lib, t: t.norm(dim=dim, keepdim=keepdim), [x])
+        assert_as_torch(lambda lib, t: t.norm(dim=dim, keepdim=keepdim), [x], atol=1e-14)
     else:
-        _assert_as_torch(lambda lib, t: getattr(t, which)(dim, keepdim=keepdim), [x])
+        assert_as_torch(lambda lib, t: getattr(t, which)(dim, keepdim=keepdim), [x], atol=1e-14)
 
 
 @pytest.mark.parametrize("index, value_shape", [(0, (1, 3)), ((slice(None), 1), (1, 2)), (1, (1, 1, 3))])
@@ -103,7 +87,7 @@ def test_setitem_with_a_value_of_extra_leading_ones_as_torch(index, value_shape)
         y[index] = v * v
         return y * x
 
-    _assert_as_torch(program, [rng.standard_normal((2, 3)), rng.standard_normal(value_shape)])
+    assert_as_torch(program, [rng.standard_normal((2, 3)), rng.standard_normal(value_shape)], atol=1e-14)
 
 
 @pytest.mark.parametrize("bad", [-1, 3])

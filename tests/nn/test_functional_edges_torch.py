@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tinyattn as ta
+from tests.helpers import assert_as_torch
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -15,51 +16,25 @@ pytestmark = pytest.mark.torch
 rng = np.random.default_rng(2026)
 
 
-def _both(program, *arrays, grad=True):
-    """``program(lib, F, *tensors)`` on tinyattn and on torch: (value, gradients for a random upstream) of each."""
-    upstream = None
-    results = []
-    for lib in (ta, torch):
-        xs = [lib.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays]
-        out = program(lib, lib.nn.functional, *xs)
-        if upstream is None:
-            upstream = rng.standard_normal(out.shape)
-        grads = []
-        if grad:
-            leaves = [x for x in xs if x.requires_grad]
-            grads = lib.autograd.grad(out, leaves, lib.tensor(upstream, dtype=out.dtype), allow_unused=True)
-        results.append((out.detach().numpy(), [None if g is None else g.numpy() for g in grads],
-                        str(out.dtype).replace("torch.", "")))
-    return results
-
-
-def _assert_same(results, rtol=1e-12, atol=0.0):
-    (value, grads, dtype), (value_t, grads_t, dtype_t) = results
-    assert dtype == dtype_t
-    np.testing.assert_allclose(value, value_t, rtol=rtol, atol=atol)
-    for g, g_t in zip(grads, grads_t):
-        np.testing.assert_allclose(g, g_t, rtol=rtol, atol=atol)
-
-
 BRANCH_POINTS = np.array([-3.0, -0.5, 0.0, 0.0, 0.25, 2.0])  # (0 twice: where each activation switches branch)
 
 
 @pytest.mark.parametrize("name, program", [
-    ("elu", lambda lib, F, x: F.elu(x, alpha=0.7)),
-    ("elu_default", lambda lib, F, x: F.elu(x)),
-    ("leaky_relu", lambda lib, F, x: F.leaky_relu(x, 0.2)),
-    ("leaky_relu_default", lambda lib, F, x: F.leaky_relu(x)),
+    ("elu", lambda lib, x: lib.nn.functional.elu(x, alpha=0.7)),
+    ("elu_default", lambda lib, x: lib.nn.functional.elu(x)),
+    ("leaky_relu", lambda lib, x: lib.nn.functional.leaky_relu(x, 0.2)),
+    ("leaky_relu_default", lambda lib, x: lib.nn.functional.leaky_relu(x)),
 ])
 def test_activations_at_their_branch_point_as_torch(name, program):
     """At exactly 0 the gradient is the negative branch's (torch's ``x > 0`` test)."""
-    _assert_same(_both(program, BRANCH_POINTS))
+    assert_as_torch(program, [BRANCH_POINTS])
 
 
 def test_softplus_switches_to_the_identity_past_its_threshold_as_torch():
     """``beta * x > threshold`` is linear; at exactly the threshold it is still the log1p form (~2e-9 apart)."""
     x = np.array([-1.0, 0.5, 10.0, 19.999, 20.0, 20.5, 30.0])
-    _assert_same(_both(lambda lib, F, t: F.softplus(t), x), rtol=1e-15)
-    _assert_same(_both(lambda lib, F, t: F.softplus(t, beta=2.0, threshold=10.0), x / 2), rtol=1e-15)
+    assert_as_torch(lambda lib, t: lib.nn.functional.softplus(t), [x], rtol=1e-15)
+    assert_as_torch(lambda lib, t: lib.nn.functional.softplus(t, beta=2.0, threshold=10.0), [x / 2], rtol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["elu", "leaky_relu"])
@@ -81,43 +56,42 @@ def test_pad_grows_and_crops_each_end_as_torch(pad, value):
     """Negative amounts crop, at whichever end they are given for; the value fills what grows."""
     x = rng.standard_normal((3, 4, 5))
     kwargs = {} if value is None else {"value": value}
-    _assert_same(_both(lambda lib, F, t: F.pad(t, pad, **kwargs), x))
+    assert_as_torch(lambda lib, t: lib.nn.functional.pad(t, pad, **kwargs), [x])
 
 
 def test_pad_keeps_a_float32_input_float32_as_torch():
     x = rng.standard_normal((2, 3)).astype(np.float32)
-    _assert_same(_both(lambda lib, F, t: F.pad(t, (1, 1), value=0.1), x), rtol=1e-6)
+    assert_as_torch(lambda lib, t: lib.nn.functional.pad(t, (1, 1), value=0.1), [x], rtol=1e-6)
 
 
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_softmax_dtype_casts_before_computing_as_torch(which):
     x = rng.standard_normal((2, 5)).astype(np.float32)
-    results = _both(lambda lib, F, t: getattr(F, which)(t, 1, dtype=lib.float64), x)
-    assert results[0][2] == "float64"
-    _assert_same(results, rtol=1e-6)
+    dtype = assert_as_torch(lambda lib, t: getattr(lib.nn.functional, which)(t, 1, dtype=lib.float64), [x], rtol=1e-6)
+    assert dtype == "float64"
 
 
 @pytest.mark.parametrize("which", ["softmax", "log_softmax"])
 def test_softmax_of_a_zero_d_tensor_without_dim_as_torch(which):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the implicit-dim warning: tested in test_more_layers_torch.py)
-        _assert_same(_both(lambda lib, F, t: getattr(F, which)(t), np.array(0.7)))
+        assert_as_torch(lambda lib, t: getattr(lib.nn.functional, which)(t), [np.array(0.7)])
 
 
 def test_normalize_of_short_vectors_and_at_exactly_eps_as_torch():
     """Shorter than eps: divided by eps; exactly eps long ([3, 4] with eps=5): the gradient flows through the
     norm, as torch's clamp_min lets it."""
     x = np.array([[3e-13, -4e-13, 1e-13], [0.3, 0.1, -0.2], [1e-3, 2e-3, 0.0]])
-    _assert_same(_both(lambda lib, F, t: F.normalize(t), x), atol=1e-12)
-    _assert_same(_both(lambda lib, F, t: F.normalize(t, dim=0), x), atol=1e-12)
-    _assert_same(_both(lambda lib, F, t: F.normalize(t, eps=5.0), np.array([[3.0, 4.0], [0.3, 0.4]])))
+    assert_as_torch(lambda lib, t: lib.nn.functional.normalize(t), [x], atol=1e-12)
+    assert_as_torch(lambda lib, t: lib.nn.functional.normalize(t, dim=0), [x], atol=1e-12)
+    assert_as_torch(lambda lib, t: lib.nn.functional.normalize(t, eps=5.0), [np.array([[3.0, 4.0], [0.3, 0.4]])])
 
 
 @pytest.mark.parametrize("a_shape, b_shape, dim", [((3, 4), (3, 4), 1), ((3, 4), (3, 4), 0), ((2, 1), (2, 3), 1),
                                                      ((1, 4), (3, 4), 1), ((2, 3, 4), (3, 4), -1)])
 def test_cosine_similarity_normalizes_each_after_broadcasting_as_torch(a_shape, b_shape, dim):
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
-    _assert_same(_both(lambda lib, F, s, t: F.cosine_similarity(s, t, dim), a, b), atol=1e-14)
+    assert_as_torch(lambda lib, s, t: lib.nn.functional.cosine_similarity(s, t, dim), [a, b], atol=1e-14)
 
 
 def test_cosine_similarity_of_short_vectors_as_torch():
@@ -125,8 +99,9 @@ def test_cosine_similarity_of_short_vectors_as_torch():
     on as if it were not, as in torch."""
     a = np.array([[1e-5, 0.0, 0.0], [3.0, 4.0, 0.0], [1e-9, 2e-9, 0.0]])
     b = np.array([[1e-5, 1e-5, 0.0], [1e-6, 0.0, 0.0], [1e-9, -1e-9, 1e-9]])
-    _assert_same(_both(lambda lib, F, s, t: F.cosine_similarity(s, t), a, b), atol=1e-9)  # (gradients up to 2e7)
-    _assert_same(_both(lambda lib, F, s, t: F.cosine_similarity(s, t, eps=1e-3), a, b), atol=1e-9)
+    # (gradients up to 2e7: atol for their cancellations)
+    assert_as_torch(lambda lib, s, t: lib.nn.functional.cosine_similarity(s, t), [a, b], atol=1e-9)
+    assert_as_torch(lambda lib, s, t: lib.nn.functional.cosine_similarity(s, t, eps=1e-3), [a, b], atol=1e-9)
 
 
 @pytest.mark.parametrize("padding_idx", [1, -1, -4])
