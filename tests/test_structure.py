@@ -31,10 +31,10 @@ def test_no_wrong_answers_in_the_library_source():
 
 def test_a_node_keeps_what_backward_needs_and_nothing_for_display():
     # op, saved arrays, where gradients go, their expected shape/dtype, the .grad target, freed flag,
-    # the versions of the saved inputs (backward's safety check), and for a backward recorded as ops
-    # (create_graph) the inputs and the output (its id) that saved arrays are, and a fused op's inputs
+    # the versions of the saved inputs (backward's safety check, and for a backward recorded as ops the inputs
+    # that saved arrays are), and a fused op's inputs (its composed twin recomputes from them)
     assert set(Node.__slots__) == {"fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions",
-                                   "output_id", "inputs", "__weakref__"}
+                                   "inputs", "__weakref__"}
 
 
 def test_the_engine_takes_no_hook():

@@ -458,3 +458,46 @@ def test_second_derivative_across_dtypes_matches_torch():
         results.append([t.detach().numpy() for t in (gx, gw, hx, hw)])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+class _SoftplusOfYours(Function):
+    """A Function of a user's, on arrays, whose backward reads its output: ``y = log(1 + e^x)``, ``dx = dy (1 − e^−y)``
+    (written in operations that arrays and Tensors share, so that create_graph records it)."""
+
+    on_arrays = True
+
+    @staticmethod
+    def forward(ctx, x):
+        out = np.logaddexp(0.0, x)
+        ctx.save_for_backward(x * 0.0, out)  # (a constant first, so the output is not the first saved array)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        _, out = ctx.saved_tensors
+        return grad_output * (1.0 - np.exp(-out))
+
+
+class _SoftplusDeclared(_SoftplusOfYours):
+    """The same op, saying where its output is saved, as tinyattn's own ops do."""
+
+    saved_output = 1
+
+    @staticmethod
+    def forward(ctx, x):
+        out = np.logaddexp(0.0, x)
+        ctx.save_for_backward(x * 0.0, out)
+        return out
+
+
+@pytest.mark.parametrize("op", [_SoftplusOfYours, _SoftplusDeclared])
+def test_second_derivative_through_an_output_a_function_of_yours_saved_matches_torch(op):
+    """The output a forward of yours saved is read as the output (its history and all) when its backward is
+    recorded: noted by its forward, or declared by the class; taken as a constant, d²y/dx² would be 0 here."""
+    rng = np.random.default_rng(15)
+    data, u, v = rng.standard_normal((3, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    g, h = _second_derivative(ta, lambda lib, x: op.apply(x) * x, data, u, v)
+    tg, th = _second_derivative(torch, lambda lib, x: torch.nn.functional.softplus(x) * x, data, u, v)
+    np.testing.assert_allclose(g, tg, **TOL)
+    np.testing.assert_allclose(h, th, **TOL)
+    assert ta.autograd.gradgradcheck(op.apply, [ta.tensor(data, requires_grad=True)])

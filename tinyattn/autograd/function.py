@@ -29,6 +29,7 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -77,7 +78,9 @@ class Function:
 
         y = Square.apply(t)
 
-    ``backward`` may return a bare array instead of a 1-tuple for a one-input op.
+    ``backward`` may return a bare array instead of a 1-tuple for a one-input op. With ``create_graph=True`` the
+    backward runs again on Tensors (higher_order.py); a backward that reads the op's own output gets it there as
+    the output, history and all (tinyattn's ops say where they saved it: ``saved_output``; yours note it).
     ``formula`` and ``grad_formulas`` state the forward and the backward as
     equations over names (``{out}`` the output, ``{0}``, ``{1}``... the inputs,
     ``{i}`` the input in question); the gradient-flow explainer prints them.
@@ -92,16 +95,24 @@ class Function:
     # For a fused op: the same function written in plain ops, ``composed(*inputs, **options) -> Tensor``; its
     # derivative stands in for the fused backward's when a gradient is differentiated (higher_order.py)
     composed: Any = None
+    # For an op whose backward reads its own output (exp, tanh, softmax...): where in ``ctx.saved_tensors`` forward
+    # saved it. A backward recorded as ops (higher_order.py) reads it as the output, history and all, not a constant
+    saved_output: int | None = None
     on_arrays = False  # (see __init_subclass__: a Function of your own that computes on arrays says True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A Function subclassed outside tinyattn is torch's kind, on Tensors (its apply is custom_function.run),
-        unless it says ``on_arrays = True``: then it is an op like tinyattn's own."""
+        unless it says ``on_arrays = True``: then it is an op like tinyattn's own, whose forward notes where it
+        saved its output, if it did (unless the class says ``saved_output``)."""
         super().__init_subclass__(**kwargs)
-        if cls.__module__.split(".")[0] != __name__.split(".")[0] and not cls.on_arrays:  # (outside this package)
+        if cls.__module__.split(".")[0] == __name__.split(".")[0]:  # (inside this package: its ops say saved_output)
+            return
+        if not cls.on_arrays:
             from .custom_function import run  # (custom_function.py imports this file; looked up once per class)
 
             cls.apply = classmethod(run)  # type: ignore[method-assign, assignment]
+        elif "forward" in vars(cls) and "saved_output" not in vars(cls):
+            cls.forward = staticmethod(_noting_output(vars(cls)["forward"].__func__))  # type: ignore[method-assign]
 
     def __call__(self, *args: Any) -> Any:
         """Refused, as torch: an instance called as a function is the pre-0.4 style."""
@@ -144,10 +155,23 @@ class Function:
             result._base = args[0] if args[0]._base is None else args[0]._base
         if grad_mode._grad_enabled and True in needs:
             result._requires_grad = True
-            result._grad_fn = Node(cls, ctx, args, out)
+            result._grad_fn = Node(cls, ctx, args)
             if grad_mode._recorder is not None:  # the explainer's trace() is watching
                 grad_mode._recorder.forward(result._grad_fn, args, result)
         return result
+
+
+def _noting_output(forward: Any) -> Any:
+    """A forward of yours, on arrays, that notes on its context where it saved its output (``ctx.saved_output``,
+    None if it did not): a backward recorded as ops (higher_order.py) reads that array as the output."""
+
+    @functools.wraps(forward)
+    def noting(ctx: Context, *args: Any, **kwargs: Any) -> Any:
+        out = forward(ctx, *args, **kwargs)
+        ctx.saved_output = next((i for i, s in enumerate(ctx.saved_tensors) if s is out), None)
+        return out
+
+    return noting
 
 
 class Node:
@@ -161,8 +185,8 @@ class Node:
     twin, keeps its inputs too: its second derivative recomputes the twin from them.)
     """
 
-    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "output_id", "saved_versions",
-                 "inputs", "__weakref__")
+    __slots__ = ("fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions", "inputs",
+                 "__weakref__")
 
     fn: type[Function]
     ctx: Context | None  # (None once released, and for a leaf)
@@ -172,9 +196,8 @@ class Node:
     saved_versions: Sequence[tuple[Any, int]]
     released: bool
 
-    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...], out: Any = None) -> None:
-        # (id(out): which saved array, if any, is the output; ids are unique among the arrays alive in forward)
-        self.fn, self.ctx, self.retained, self.released, self.output_id = fn, ctx, None, False, id(out)
+    def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...]) -> None:
+        self.fn, self.ctx, self.retained, self.released = fn, ctx, None, False
         # per input: the node its gradient flows into (its grad_fn, or a leaf's node), and its (shape, dtype);
         # None for an input that takes no gradient
         edges: list[Node | None]

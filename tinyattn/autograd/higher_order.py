@@ -89,7 +89,9 @@ def _on_tensors(node: Node) -> Any:
     for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
         if isinstance(tensor, Tensor):  # (not an output overwritten since: backward refused it already)
             saved = [tensor if s is tensor.array else s for s in saved]
-    saved = [Tensor._from_op(np.asarray(s), node) if id(s) == node.output_id else s for s in saved]
+    i = getattr(ctx, "saved_output", node.fn.saved_output)  # (an op whose backward reads its output: exp, tanh...;
+    if i is not None:  # a Function of yours on arrays notes it on its context)
+        saved[i] = Tensor._from_op(np.asarray(saved[i]), node)
     ctx.saved_tensors = tuple(saved)
     return ctx
 

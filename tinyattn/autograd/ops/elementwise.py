@@ -134,6 +134,7 @@ class Pow(Function):
 
     formula = "{out} = {0} ^ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1} ⊙ {0}^({1} − 1)", "d{1} = d{out} ⊙ {out} ⊙ log({0})")
+    saved_output = 2  # (saved: a, b, out)
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -174,6 +175,7 @@ class Exp(Function):
 
     formula = "{out} = exp({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out}",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -211,6 +213,7 @@ class Sqrt(Function):
 
     formula = "{out} = sqrt({0})"
     grad_formulas = ("d{0} = d{out} / (2 {out})",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -230,6 +233,7 @@ class Tanh(Function):
 
     formula = "{out} = tanh({0})"
     grad_formulas = ("d{0} = d{out} ⊙ (1 − {out}²)",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
@@ -266,6 +270,7 @@ class Sigmoid(Function):
 
     formula = "{out} = σ({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out} ⊙ (1 − {out})",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:

@@ -147,6 +147,7 @@ class Norm(Function):
 
     formula = "{out} = ‖{0}‖₂"
     grad_formulas = ("d{0} = d{out} ⊙ {0} / {out}",)
+    saved_output = 1  # (saved: x, out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int | Iterable[int] | None, keepdim: bool) -> np.ndarray:

@@ -30,6 +30,7 @@ class Softmax(Function):
 
     formula = "{out} = softmax({0})"
     grad_formulas = ("d{0} = {out} ⊙ (d{out} − rowsum(d{out} ⊙ {out}))",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
@@ -61,6 +62,7 @@ class LogSoftmax(Function):
 
     formula = "{out} = log_softmax({0})"
     grad_formulas = ("d{0} = d{out} − exp({out}) ⊙ rowsum(d{out})",)
+    saved_output = 0  # (saved: out)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
