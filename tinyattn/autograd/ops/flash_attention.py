@@ -28,7 +28,7 @@ them in every elementwise pass, and those passes are limited by memory bandwidth
 not arithmetic. Blocks of ``B_c`` keys stay small (``L × B_c``) and the passes over
 them stay cheap. ``benchmarks/bench_mha.py`` measures both paths. When every key fits
 in one block (``S ≤ B_c``, as at the chapter's size), that block is all of ``P``, and
-small: forward keeps it, and backward does not recompute it.
+small: forward keeps it (and no LSE), and backward does not recompute it.
 
 Masks: a float ``mask`` is added to the scores (``-inf`` blocks a key); with
 ``is_causal`` a query ``i`` sees keys ``j ≤ i`` (top-left aligned, as torch), and a
@@ -117,9 +117,8 @@ class FlashAttention(Function):
         # and LSE = lowest, so that backward's exp(S − LSE) = exp(-inf) = 0
         ell = np.maximum(ell, 1)
         out = (acc / ell).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ                     (..., L, d_v)
-        lse = m + np.log(ell)
-        # With a single key block, P is that block (L × B_c): keep it rather than recompute it.
-        p_kept = p / ell if len(blocks) == 1 else None
+        # With a single key block, P is that block (L × B_c): keep it rather than recompute it (from LSE)
+        p_kept, lse = (p / ell, None) if len(blocks) == 1 else (None, m + np.log(ell))
         ctx.save_for_backward(q_s, k, v, mask, out, lse, p_kept)
         ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
         ctx.options = scale, is_causal, dropout_p, block_size, seed, group, q.shape
@@ -151,20 +150,21 @@ class FlashAttention(Function):
             dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
-                dv[..., j0:j1, :] = (p * keep).swapaxes(-1, -2) @ do_r  # dV_j = (P_j ⊙ Z_j)ᵀ dO
+                np.matmul((p * keep).swapaxes(-1, -2), do_r, out=dv[..., j0:j1, :])  # dV_j = (P_j ⊙ Z_j)ᵀ dO
                 dp *= keep
             else:
-                dv[..., j0:j1, :] = p.swapaxes(-1, -2) @ do_r  # dV_j = (P_j)ᵀ dO
+                np.matmul(p.swapaxes(-1, -2), do_r, out=dv[..., j0:j1, :])  # dV_j = (P_j)ᵀ dO, written in place
             dp -= big_d[..., rows, :]
             ds = np.multiply(dp, p, out=dp)  # dS_j = P_j ⊙ (dP_j − D), in place            (..., L_r, B_c)
             if j == 0:  # dQ = Σ_j dS_j K_j (· scale below), started by the first block, which covers every row
                 dq = ds @ k_g[..., j0:j1, :]
             else:
                 dq[..., rows, :] += ds @ k_g[..., j0:j1, :]
-            dk[..., j0:j1, :] = ds.swapaxes(-1, -2) @ q_r  # dK_j = (dS_j)ᵀ (Q · scale)
+            np.matmul(ds.swapaxes(-1, -2), q_r, out=dk[..., j0:j1, :])  # dK_j = (dS_j)ᵀ (Q · scale)
             if dmask is not None:
                 dmask[..., rows, j0:j1] = ds
-        dq = (dq * q_s.dtype.type(scale)).reshape(q_shape)
+        dq *= q_s.dtype.type(scale)  # (in place: dq is this backward's own array)
+        dq = dq.reshape(q_shape)
         dk = dk.sum(axis=-3) if group > 1 else dk  # (..., H_kv, S, d)
         dv = dv.sum(axis=-3) if group > 1 else dv  # (..., H_kv, S, d_v)
         if dmask is not None:
