@@ -166,8 +166,12 @@ class MultiheadAttention(Module):
         method adapts torch's layouts, masks and options around it.
         """
         batched = self._check_inputs(query, key, value, attn_mask, is_causal)
-        query, key, value = self._batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
-        mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
+        callers_layout = not (batched and self.batch_first)  # (n, B, E), or unbatched (n, E)
+        if callers_layout:
+            query, key, value = self._batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
+        mask = extra_kv = None  # (the common case: neither masks nor extra keys)
+        if attn_mask is not None or key_padding_mask is not None or self.bias_k is not None or self.add_zero_attn:
+            mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
         if not need_weights and query is key is value and self.in_proj_weight is not None and extra_kv is None:
             # torch's fast path for self-attention: Q, K and V from one product, then FlashAttention (no P)
             attn_output, attn_weights = F.packed_self_attention(
@@ -177,15 +181,17 @@ class MultiheadAttention(Module):
             dropout_p = self.dropout if self.training else 0.0
             attn_output, attn_weights = F.multi_head_attention(
                 query, key, value, self.num_heads, *self.projection_weights(), mask, dropout_p, extra_kv, need_weights)
-        return self._caller_layout(attn_output, attn_weights, batched, average_attn_weights)
+        if callers_layout:  # back: (L, B, E), or (L, E)
+            attn_output = attn_output.transpose(0, 1) if batched else attn_output.squeeze(0)
+        if attn_weights is not None and average_attn_weights:
+            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
+        return attn_output, (attn_weights if batched or attn_weights is None else attn_weights.squeeze(0))
 
     # -- layouts, checks and masks ---------------------------------------------
 
     def _batch_first(self, query: Tensor, key: Tensor, value: Tensor, batched: bool) -> tuple[Tensor, Tensor, Tensor]:
         """The inputs in the chapter's ``(B, n, E)`` layout: unbatched ones get a batch of one, ``(n, B, E)`` ones
         swap their first two dims. Self-attention's one tensor stays one (its layout changed once)."""
-        if batched and self.batch_first:
-            return query, key, value
         change = Tensor.transpose if batched else Tensor.unsqueeze
         args = (0, 1) if batched else (0,)
         if query is key is value:
@@ -193,24 +199,11 @@ class MultiheadAttention(Module):
             return x, x, x
         return change(query, *args), change(key, *args), change(value, *args)
 
-    def _caller_layout(
-        self, attn_output: Tensor, attn_weights: Tensor | None, batched: bool, average_attn_weights: bool
-    ) -> tuple[Tensor, Tensor | None]:
-        """``attn_output (B, L, E)`` back in the caller's layout; the weights ``(B, h, L, S)`` averaged over the heads
-        (``(B, L, S)``) if asked, and without the batch dim for an unbatched call (None stays None)."""
-        if not (batched and self.batch_first):
-            attn_output = attn_output.transpose(0, 1) if batched else attn_output.squeeze(0)  # (L, B, E) or (L, E)
-        if attn_weights is not None and average_attn_weights:
-            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
-        return attn_output, (attn_weights if batched or attn_weights is None else attn_weights.squeeze(0))
-
     def _masks(self, attn_mask: Any, key_padding_mask: Any, query: Tensor, key: Tensor, batched: bool) -> tuple[
         Tensor | None, tuple[Tensor, Tensor] | None
     ]:
         """The additive mask ``(B|1, h|1, L, S)`` (None without masks), and the keys and values appended after the
         projections by ``add_bias_kv`` and ``add_zero_attn`` (None without them), the mask widened for them."""
-        if attn_mask is None and key_padding_mask is None and self.bias_k is None and not self.add_zero_attn:
-            return None, None  # (neither)
         mask = extra_kv = None
         if attn_mask is not None or key_padding_mask is not None:
             B, L = query.shape[0], query.shape[1]
