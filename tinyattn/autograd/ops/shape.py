@@ -190,7 +190,7 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
         dx = np.zeros(ctx.shape, dtype=ctx.dtype)
-        if _is_basic(ctx.index):
+        if type(ctx.index) is slice or _is_basic(ctx.index):  # (x[:E], a slice, picks each element once)
             dx[ctx.index] = grad_output
         else:
             np.add.at(dx, ctx.index, grad_output)
