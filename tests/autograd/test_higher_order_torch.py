@@ -490,7 +490,22 @@ class _SoftplusDeclared(_SoftplusOfYours):
         return out
 
 
-@pytest.mark.parametrize("op", [_SoftplusOfYours, _SoftplusDeclared])
+class _SoftplusPlain(Function):
+    """The same op with forward and backward written as plain functions (no @staticmethod)."""
+
+    on_arrays = True
+
+    def forward(ctx, x):
+        out = np.logaddexp(0.0, x)
+        ctx.save_for_backward(x * 0.0, out)
+        return out
+
+    def backward(ctx, grad_output):
+        _, out = ctx.saved_tensors
+        return grad_output * (1.0 - np.exp(-out))
+
+
+@pytest.mark.parametrize("op", [_SoftplusOfYours, _SoftplusDeclared, _SoftplusPlain])
 def test_second_derivative_through_an_output_a_function_of_yours_saved_matches_torch(op):
     """The output a forward of yours saved is read as the output (its history and all) when its backward is
     recorded: noted by its forward, or declared by the class; taken as a constant, d²y/dx² would be 0 here."""
