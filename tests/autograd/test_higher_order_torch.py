@@ -460,55 +460,37 @@ def test_second_derivative_across_dtypes_matches_torch():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-class _SoftplusOfYours(Function):
+def _softplus_of_yours(kind):
     """A Function of a user's, on arrays, whose backward reads its output: ``y = log(1 + e^x)``, ``dx = dy (1 − e^−y)``
-    (written in operations that arrays and Tensors share, so that create_graph records it)."""
+    (written in operations that arrays and Tensors share, so that create_graph records it). Made when a test runs,
+    not when the module is imported, since the class statement is what notes where forward saves its output.
 
-    on_arrays = True
+    kind: "noted" (its forward notes it), "declared" (the class says saved_output, as tinyattn's ops do),
+    "plain" (forward and backward without @staticmethod), "inherited" (a subclass that keeps its parent's forward).
+    """
 
-    @staticmethod
     def forward(ctx, x):
         out = np.logaddexp(0.0, x)
         ctx.save_for_backward(x * 0.0, out)  # (a constant first, so the output is not the first saved array)
         return out
 
-    @staticmethod
     def backward(ctx, grad_output):
         _, out = ctx.saved_tensors
         return grad_output * (1.0 - np.exp(-out))
 
-
-class _SoftplusDeclared(_SoftplusOfYours):
-    """The same op, saying where its output is saved, as tinyattn's own ops do."""
-
-    saved_output = 1
-
-    @staticmethod
-    def forward(ctx, x):
-        out = np.logaddexp(0.0, x)
-        ctx.save_for_backward(x * 0.0, out)
-        return out
+    methods = {"forward": forward, "backward": backward}
+    if kind != "plain":
+        methods = {name: staticmethod(f) for name, f in methods.items()}
+    body = {"on_arrays": True, **methods, **({"saved_output": 1} if kind == "declared" else {})}
+    op = type("SoftplusOfYours", (Function,), body)
+    return type("SoftplusSubclass", (op,), {}) if kind == "inherited" else op
 
 
-class _SoftplusPlain(Function):
-    """The same op with forward and backward written as plain functions (no @staticmethod)."""
-
-    on_arrays = True
-
-    def forward(ctx, x):
-        out = np.logaddexp(0.0, x)
-        ctx.save_for_backward(x * 0.0, out)
-        return out
-
-    def backward(ctx, grad_output):
-        _, out = ctx.saved_tensors
-        return grad_output * (1.0 - np.exp(-out))
-
-
-@pytest.mark.parametrize("op", [_SoftplusOfYours, _SoftplusDeclared, _SoftplusPlain])
-def test_second_derivative_through_an_output_a_function_of_yours_saved_matches_torch(op):
+@pytest.mark.parametrize("kind", ["noted", "declared", "plain", "inherited"])
+def test_second_derivative_through_an_output_a_function_of_yours_saved_matches_torch(kind):
     """The output a forward of yours saved is read as the output (its history and all) when its backward is
     recorded: noted by its forward, or declared by the class; taken as a constant, d²y/dx² would be 0 here."""
+    op = _softplus_of_yours(kind)
     rng = np.random.default_rng(15)
     data, u, v = rng.standard_normal((3, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     g, h = _second_derivative(ta, lambda lib, x: op.apply(x) * x, data, u, v)
