@@ -112,8 +112,8 @@ class Function:
 
             cls.apply = classmethod(run)  # type: ignore[method-assign, assignment]
         elif "forward" in vars(cls) and "saved_output" not in vars(cls):
-            forward = vars(cls)["forward"]  # (a staticmethod, as torch's are written, or a plain function)
-            cls.forward = staticmethod(_noting_output(getattr(forward, "__func__", forward)))  # type: ignore[method-assign]
+            # (its own forward: a staticmethod, as torch's are written, or a plain function; both are called alike)
+            cls.forward = staticmethod(_noting_output(vars(cls)["forward"]))  # type: ignore[method-assign]
 
     def __call__(self, *args: Any) -> Any:
         """Refused, as torch: an instance called as a function is the pre-0.4 style."""
