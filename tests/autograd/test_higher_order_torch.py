@@ -121,6 +121,31 @@ def test_the_cases_cover_every_op():
     assert ops - seen == set()
 
 
+def test_every_op_that_saves_its_output_says_where(monkeypatch):
+    """``saved_output`` names where forward saved its output, in every op of the cases that saves it, and is None in
+    every other (a recorded backward reads that array as the output): a new op that saves its output must say so."""
+    apply, found = Function.apply.__func__, {}
+
+    def watching(cls, *args, **kwargs):
+        result = apply(cls, *args, **kwargs)
+        if result.grad_fn is not None and result.grad_fn.fn is cls and cls.composed is None:  # (fused: the twin)
+            inputs = [a.array for a in args if isinstance(a, ta.Tensor)]
+            saved = result.grad_fn.ctx.saved_tensors
+            # (a 0-d result: forward returned a NumPy scalar, which apply wrapped in a new 0-d array)
+            output = [i for i, s in enumerate(saved) if not any(s is a for a in inputs) and (
+                s is result.array or isinstance(s, np.generic) and s.shape == result.shape and s == result.array)]
+            found.setdefault(cls, set()).add(tuple(output))
+        return result
+
+    monkeypatch.setattr(Function, "apply", classmethod(watching))
+    rng = np.random.default_rng(1)
+    for _, fn in CASES:
+        fn(ta, ta.tensor(rng.standard_normal((3, 4)), requires_grad=True))
+    assert {cls: ((cls.saved_output,) if cls.saved_output is not None else ()) for cls in found} == {
+        cls: positions.pop() for cls, positions in found.items() if len(positions) == 1}
+    assert sum(cls.saved_output is not None for cls in found) >= 8  # (exp, sqrt, tanh, sigmoid, pow, norm, softmax...)
+
+
 def _op_modules():
     from tinyattn.autograd.ops import flash_attention, matmul, reduction, shape, softmax
     return (flash_attention, matmul, reduction, shape, softmax)
