@@ -6,6 +6,7 @@ forward+backward at one size, both paths (composed: need_weights=True; fused: ne
     python benchmarks/compare_commits.py HEAD~3 --size 8,64,128,8 --rounds 60
     python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 400   # as bench_mha times
     python benchmarks/compare_commits.py f825cbd --after-torch --rounds 400   # each call right after torch's
+    python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 150 --layouts 30
 
 The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
 only), so both run in the same process, pinned to one CPU with BLAS on one thread, with bench_mha's
@@ -21,20 +22,29 @@ single call whose code and data the caches no longer hold, which the floor pays 
 pause): a call whose first use of each NumPy routine runs from cold caches. Two copies of the same
 code differ by about 2% there (the copy imported first is the slower; now and then a run differs by
 6-8%): run it twice, and read a change below that as noise.
+
+A single call after a pause depends on where the code's objects happen to lie in memory: in one
+process, two identical copies measure anywhere from 0.93 to 1.04 of each other. ``--layouts N`` runs
+the whole comparison in N fresh processes, each importing the two versions in a random order after
+a random amount of memory taken first, and prints the geometric mean of new/old over them with its
+standard error: the placement averages out, and the error says how far the mean can be trusted.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -78,35 +88,46 @@ def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ig
     return run
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("other", help="a commit (e.g. HEAD~1) or the path of another checkout")
-    parser.add_argument("--size", default="3,5,16,2", help="B,n,E,h (default: the chapter's 3,5,16,2)")
-    parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
-    parser.add_argument("--pause", type=float, default=0.0,
-                        help="seconds to sleep before each sample (bench_mha.py times one call after 0.003 s)")
-    parser.add_argument("--after-torch", action="store_true",
-                        help="run torch's MultiheadAttention before each sample (one call each, 0.003 s pause)")
-    args = parser.parse_args()
-    B, n, E, h = (int(v) for v in args.size.split(","))
-    if args.after_torch:
-        args.repeat, args.pause = 1, args.pause or 0.003
-    from bench_mha import make_runners, pin  # (this folder is the script's, first on sys.path)
+_PADDING: list[list[bytearray]] = []  # (kept alive: the memory a layout put before each package and runner)
 
-    print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
-    sys.path.insert(0, HERE)
+
+def import_both(layout: random.Random | None) -> tuple[Any, Any]:
+    """This checkout's ``tinyattn`` and the other's ``tinyattn_other``, both already on ``sys.path``.
+
+    Where each one's objects land in memory moves its time by a few percent (cache sets, pages): two copies of
+    the same code differ by up to 3% in one process, and the copy imported first is the slower. With ``layout``,
+    the two are imported in a random order, each after a random amount of memory taken first, so that over
+    many processes (``--layouts``) that placement averages out instead of favouring one side.
+    """
+    names, modules = ["tinyattn", "tinyattn_other"], {}
+    if layout is not None:
+        layout.shuffle(names)
+    for name in names:
+        if layout is not None:
+            _PADDING.append([bytearray(layout.randint(1, 600)) for _ in range(layout.randint(0, 3000))])
+        modules[name] = importlib.import_module(name)
+    return modules["tinyattn"], modules["tinyattn_other"]
+
+
+def measure(args: argparse.Namespace, layout: random.Random | None) -> dict[tuple[str, str], float]:
+    """Median seconds per call of each path of each version, and of the floor: interleaved rounds in this process
+    (with ``layout``: in one random placement of the two versions in memory)."""
+    B, n, E, h = (int(v) for v in args.size.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         other_package(args.other, tmp)
+        sys.path.insert(0, HERE)
         sys.path.insert(0, tmp)
-        import tinyattn_other
+        tinyattn, tinyattn_other = import_both(layout)
+        from bench_mha import make_runners, pin  # (this folder is the script's; after import_both: it imports tinyattn)
 
-        import tinyattn
-
+        print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
         runs = {}
-        for label, lib in (("new", tinyattn), ("old", tinyattn_other)):
-            for path, weights in (("composed", True), ("fused", False)):
-                runs[label, path] = runner(lib, B, n, E, h, weights)
+        made = [(label, lib, path, weights) for label, lib in (("new", tinyattn), ("old", tinyattn_other))
+                for path, weights in (("composed", True), ("fused", False))]
+        for label, lib, path, weights in (layout.sample(made, len(made)) if layout is not None else made):
+            if layout is not None:
+                _PADDING.append([bytearray(layout.randint(1, 600)) for _ in range(layout.randint(0, 300))])
+            runs[label, path] = runner(lib, B, n, E, h, weights)
         bench = make_runners(B, n, E, h, with_torch=args.after_torch)
         runs["floor", "floor"] = bench["floor"]  # the same work written out in NumPy, fused where it helps
         times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
@@ -115,7 +136,7 @@ def main() -> None:
         before = bench.get("torch")  # bench_mha's torch call (with --after-torch)
         if args.after_torch and before is None:
             raise SystemExit("compare_commits: --after-torch needs torch installed")
-        order, shuffle = list(runs), random.Random(0).shuffle
+        order, shuffle = list(runs), (layout or random.Random(0)).shuffle
         for _ in range(args.rounds):
             shuffle(order)  # a new order each round: none always runs right after the same one
             for key in order:
@@ -127,13 +148,62 @@ def main() -> None:
                 for _ in range(args.repeat):
                     fn()
                 times[key].append((time.perf_counter() - start) / args.repeat)
+    return {key: statistics.median(t) for key, t in times.items()}
+
+
+def over_layouts(args: argparse.Namespace) -> None:
+    """Run ``measure`` in ``args.layouts`` fresh processes, each in its own random layout; print, per path, the
+    geometric mean of new/old over them, its standard error, and the range."""
+    command = [sys.executable, os.path.abspath(__file__), args.other, "--size", args.size, "--rounds",
+               str(args.rounds), "--repeat", str(args.repeat), "--pause", str(args.pause)]
+    command += ["--after-torch"] if args.after_torch else []
+    ratios: dict[str, list[float]] = {"composed": [], "fused": []}
+    for seed in range(1, args.layouts + 1):
+        out = subprocess.run([*command, "--layout-seed", str(seed)], check=True, capture_output=True,
+                             text=True).stdout
+        for path, value in re.findall(r"^ *(composed|fused): .* new/old = ([\d.]+);", out, re.MULTILINE):
+            ratios[path].append(float(value))
+    print(f"(B, n, E, h) = ({args.size}), {args.layouts} processes, each its own layout in memory, each "
+          f"{args.rounds} interleaved rounds of {args.repeat} calls" + (f", each after a {args.pause} s pause"
+                                                                       if args.pause else ""))
+    for path, values in ratios.items():
+        logs = [math.log(v) for v in values]
+        mean, spread = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+        print(f"{path:>9}: new/old = {math.exp(mean):.3f} (geometric mean; standard error ±{spread:.3f}), "
+              f"per process {min(values):.3f} to {max(values):.3f}:", " ".join(f"{v:.3f}" for v in values))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("other", help="a commit (e.g. HEAD~1) or the path of another checkout")
+    parser.add_argument("--size", default="3,5,16,2", help="B,n,E,h (default: the chapter's 3,5,16,2)")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=50, help="calls per timed sample")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to sleep before each sample (bench_mha.py times one call after 0.003 s)")
+    parser.add_argument("--after-torch", action="store_true",
+                        help="run torch's MultiheadAttention before each sample (one call each, 0.003 s pause)")
+    parser.add_argument("--layouts", type=int, default=0,
+                        help="repeat the whole comparison in N fresh processes, each with its own random placement "
+                             "of the two versions in memory, and average the ratios (N >= 2)")
+    parser.add_argument("--layout-seed", type=int, help=argparse.SUPPRESS)  # (one of those processes)
+    args = parser.parse_args()
+    if args.after_torch:
+        args.repeat, args.pause = 1, args.pause or 0.003
+    if args.layouts:
+        if args.layouts < 2:
+            parser.error(f"--layouts must be at least 2 (a standard error needs two), got {args.layouts}")
+        over_layouts(args)
+        return
+    B, n, E, h = (int(v) for v in args.size.split(","))
+    med = measure(args, None if args.layout_seed is None else random.Random(args.layout_seed))
     pause = f", each after a {args.pause} s pause" if args.pause else ""
     pause = f", each after torch's call{pause}" if args.after_torch else pause
     print(f"(B, n, E, h) = {(B, n, E, h)}, {args.rounds} interleaved rounds of {args.repeat} calls{pause}, medians")
-    floor = statistics.median(times["floor", "floor"])
+    floor = med["floor", "floor"]
     for path in ("composed", "fused"):
-        new, old = (statistics.median(times[label, path]) for label in ("new", "old"))
-        print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.2f}; "
+        new, old = med["new", path], med["old", path]
+        print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.3f}; "
               f"to the floor: new {new / floor:.2f}x, old {old / floor:.2f}x")
     print(f"    floor: {floor * 1e3:.3f} ms")
 

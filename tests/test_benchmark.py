@@ -122,6 +122,44 @@ def test_compare_commits_times_two_checkouts_side_by_side():
     assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
 
+def test_compare_commits_places_the_two_versions_differently_in_each_layout(monkeypatch):
+    """--layouts: each process imports the two versions in an order its seed draws, each after padding memory of
+    an amount its seed draws; so over the processes both orders occur, after different amounts."""
+    import random
+
+    import compare_commits
+
+    orders, paddings = set(), set()
+    for seed in range(1, 9):
+        imported = []
+        monkeypatch.setattr(compare_commits.importlib, "import_module", lambda name: imported.append(name) or name)
+        monkeypatch.setattr(compare_commits, "_PADDING", [])
+        new, old = compare_commits.import_both(random.Random(seed))
+        assert (new, old) == ("tinyattn", "tinyattn_other")  # each returned as itself, whatever the order
+        orders.add(tuple(imported))
+        paddings.add(tuple(sum(map(len, pad)) for pad in compare_commits._PADDING))
+    assert orders == {("tinyattn", "tinyattn_other"), ("tinyattn_other", "tinyattn")}, orders
+    assert len(paddings) == 8 and all(len(p) == 2 for p in paddings), paddings
+    imported.clear()
+    compare_commits.import_both(None)  # (one process as it is: this checkout first, no padding)
+    assert imported == ["tinyattn", "tinyattn_other"]
+
+
+def test_compare_commits_averages_new_over_old_across_layouts():
+    out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "1", "--pause", "0.001",
+                        "--layouts", "3")
+    assert "3 processes, each its own layout in memory, each 2 interleaved rounds of 1 calls" in out, out
+    for path in ("composed", "fused"):
+        found = re.search(rf"{path}: new/old = ([\d.]+) \(geometric mean; standard error ±([\d.]+)\), per process "
+                          r"([\d.]+) to ([\d.]+): ([\d. ]+)$", out, re.MULTILINE)
+        mean, error, low, high = (float(v) for v in found.groups()[:4])
+        each = [float(v) for v in found.group(5).split()]
+        assert len(each) == 3 and (low, high) == (min(each), max(each)), out
+        logs = np.log(each)  # the mean of the logs, and their standard error: the ratios' spread, not the times'
+        assert mean == pytest.approx(np.exp(logs.mean()), abs=2e-3), out
+        assert error == pytest.approx(logs.std(ddof=1) / np.sqrt(3), abs=2e-3), out
+
+
 def test_compare_commits_can_time_each_call_right_after_torchs():
     pytest.importorskip("torch")
     out = run_benchmark("compare_commits.py", ROOT, "--after-torch", "--rounds", "2")
