@@ -129,10 +129,10 @@ def test_compare_commits_places_the_two_versions_differently_in_each_layout(monk
 
     import compare_commits
 
-    orders, paddings = set(), set()
+    orders, paddings, imported = set(), set(), []
+    monkeypatch.setattr(compare_commits.importlib, "import_module", lambda name: imported.append(name) or name)
     for seed in range(1, 9):
-        imported = []
-        monkeypatch.setattr(compare_commits.importlib, "import_module", lambda name: imported.append(name) or name)
+        imported.clear()
         monkeypatch.setattr(compare_commits, "_PADDING", [])
         new, old = compare_commits.import_both(random.Random(seed))
         assert (new, old) == ("tinyattn", "tinyattn_other")  # each returned as itself, whatever the order
