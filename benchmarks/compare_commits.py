@@ -94,8 +94,8 @@ _PADDING: list[list[bytearray]] = []  # (kept alive: the memory a layout put bef
 def import_both(layout: random.Random | None) -> tuple[Any, Any]:
     """This checkout's ``tinyattn`` and the other's ``tinyattn_other``, both already on ``sys.path``.
 
-    Where each one's objects land in memory moves its time by a few percent (cache sets, pages): two copies of
-    the same code differ by up to 3% in one process, and the copy imported first is the slower. With ``layout``,
+    Where each one's objects land in memory moves its time by a few percent (cache sets, pages): in one process,
+    a lone call of one copy of the same code took 0.93 to 1.04 of the other's. With ``layout``,
     the two are imported in a random order, each after a random amount of memory taken first, so that over
     many processes (``--layouts``) that placement averages out instead of favouring one side.
     """
