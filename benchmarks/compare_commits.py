@@ -91,6 +91,12 @@ def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ig
 _PADDING: list[list[bytearray]] = []  # (kept alive: the memory a layout put before each package and runner)
 
 
+def _pad(layout: random.Random, most: int) -> None:
+    """Take up to ``most`` blocks of 1 to 600 bytes (how many, and each size, drawn from ``layout``) and keep them:
+    what is allocated next lands after them."""
+    _PADDING.append([bytearray(layout.randint(1, 600)) for _ in range(layout.randint(0, most))])
+
+
 def import_both(layout: random.Random | None) -> tuple[Any, Any]:
     """This checkout's ``tinyattn`` and the other's ``tinyattn_other``, both already on ``sys.path``.
 
@@ -104,7 +110,7 @@ def import_both(layout: random.Random | None) -> tuple[Any, Any]:
         layout.shuffle(names)
     for name in names:
         if layout is not None:
-            _PADDING.append([bytearray(layout.randint(1, 600)) for _ in range(layout.randint(0, 3000))])
+            _pad(layout, 3000)
         modules[name] = importlib.import_module(name)
     return modules["tinyattn"], modules["tinyattn_other"]
 
@@ -126,7 +132,7 @@ def measure(args: argparse.Namespace, layout: random.Random | None) -> dict[tupl
                 for path, weights in (("composed", True), ("fused", False))]
         for label, lib, path, weights in (layout.sample(made, len(made)) if layout is not None else made):
             if layout is not None:
-                _PADDING.append([bytearray(layout.randint(1, 600)) for _ in range(layout.randint(0, 300))])
+                _pad(layout, 300)
             runs[label, path] = runner(lib, B, n, E, h, weights)
         bench = make_runners(B, n, E, h, with_torch=args.after_torch)
         runs["floor", "floor"] = bench["floor"]  # the same work written out in NumPy, fused where it helps
