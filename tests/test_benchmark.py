@@ -160,6 +160,32 @@ def test_compare_commits_averages_new_over_old_across_layouts():
         assert error == pytest.approx(logs.std(ddof=1) / np.sqrt(3), abs=2e-3), out
 
 
+def test_compare_commits_over_layouts_takes_the_geometric_mean_of_the_ratios(monkeypatch, capsys):
+    """Ratios 0.5, 1 and 2 (each process's new/old, as it prints them) average to 1 geometrically, not to 1.17; the
+    standard error is that of their logs; each process gets its own seed."""
+    import argparse
+
+    import compare_commits
+
+    ratios, seeds = iter([(0.5, 0.8), (1.0, 1.0), (2.0, 1.25)]), []
+
+    def process(command, **kwargs):
+        seeds.append(command[command.index("--layout-seed") + 1])
+        composed, fused = next(ratios)
+        out = (f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {composed:.3f}; to the floor: new 1.00x\n"
+               f"    fused: new 1.000 ms, old (x) 1.000 ms, new/old = {fused:.3f}; to the floor: new 1.00x\n")
+        return subprocess.CompletedProcess(command, 0, stdout=out)
+
+    monkeypatch.setattr(compare_commits.subprocess, "run", process)
+    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=3)
+    compare_commits.over_layouts(args)
+    out = capsys.readouterr().out
+    log_error = np.log([0.5, 1.0, 2.0]).std(ddof=1) / np.sqrt(3)
+    assert f"composed: new/old = 1.000 (geometric mean; standard error ±{log_error:.3f})" in out, out
+    assert "per process 0.500 to 2.000: 0.500 1.000 2.000" in out and "fused: new/old = 1.000" in out, out
+    assert seeds == ["1", "2", "3"]
+
+
 def test_compare_commits_can_time_each_call_right_after_torchs():
     pytest.importorskip("torch")
     out = run_benchmark("compare_commits.py", ROOT, "--after-torch", "--rounds", "2")
