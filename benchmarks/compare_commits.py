@@ -7,6 +7,7 @@ forward+backward at one size, both paths (composed: need_weights=True; fused: ne
     python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 400   # as bench_mha times
     python benchmarks/compare_commits.py f825cbd --after-torch --rounds 400   # each call right after torch's
     python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 150 --layouts 30
+    python benchmarks/compare_commits.py f825cbd --repeat 1 --pause 0.003 --rounds 150 --layouts 30 --phases
 
 The other commit's package is copied in as ``tinyattn_other`` (the package imports itself relatively
 only), so both run in the same process, pinned to one CPU with BLAS on one thread, with bench_mha's
@@ -28,6 +29,12 @@ process, two identical copies measure anywhere from 0.93 to 1.04 of each other. 
 the whole comparison in N fresh processes, each importing the two versions in a random order after
 a random amount of memory taken first, and prints the geometric mean of new/old over them with its
 standard error: the placement averages out, and the error says how far the mean can be trusted.
+
+``--phases`` also times each call's three parts apart, medians per call: zero_grad and the forward pass;
+the backward pass; and the release, the graph freed as the output is dropped (after a backward without
+retain_graph the nodes and their edges stay, as torch's ``next_functions`` do, until then). A version
+that frees the nodes during backward instead moves that time from one part to another; the whole call
+(timed outside, as without ``--phases``) is what to compare.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -70,8 +77,11 @@ def other_package(where: str, into: str) -> str:
     return target
 
 
-def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ignore[no-untyped-def]
-    """One MHA forward+backward with fixed weights and inputs, in ``lib``."""
+def runner(lib: Any, B: int, n: int, E: int, h: int, need_weights: bool,
+           phases: list[tuple[float, float, float]] | None = None) -> Callable[[], None]:
+    """One MHA forward+backward with fixed weights and inputs, in ``lib``. With a ``phases`` list, each call
+    appends to it its three parts in seconds: ``(zero_grad and the forward pass, the backward pass, dropping the
+    output and the graph behind it)``."""
     nn = importlib.import_module(lib.__name__ + ".nn")
     rng = np.random.default_rng(0)
     lib.manual_seed(0)
@@ -85,9 +95,22 @@ def runner(lib, B: int, n: int, E: int, h: int, need_weights: bool):  # type: ig
         y, _ = mha(x, x, x, need_weights=need_weights)
         y.backward(dy)
 
-    return run
+    def run_in_phases() -> None:
+        start = time.perf_counter()
+        mha.zero_grad()
+        x = lib.tensor(x_np, requires_grad=True)
+        y, weights = mha(x, x, x, need_weights=need_weights)
+        forward = time.perf_counter()
+        y.backward(dy)
+        backward = time.perf_counter()
+        del x, y, weights  # (the graph, and whatever backward left of it, freed)
+        phases.append((forward - start, backward - forward, time.perf_counter() - backward))  # type: ignore[union-attr]
+
+    return run if phases is None else run_in_phases
 
 
+PHASES = ("forward", "backward", "release")  # (--phases: zero_grad and the forward pass, the backward pass, the graph
+# freed as the output is dropped)
 _PADDING: list[list[bytearray]] = []  # (kept alive: the memory a layout put before each package and runner)
 
 
@@ -127,13 +150,16 @@ def measure(args: argparse.Namespace, layout: random.Random | None) -> dict[tupl
         from bench_mha import make_runners, pin  # (this folder is the script's; after import_both: it imports tinyattn)
 
         print(pin(1))  # one CPU, BLAS (and torch) on one thread, as bench_mha measures
-        runs = {}
+        runs: dict[tuple[str, str], Callable[[], Any]] = {}
+        spent: dict[tuple[str, str], list[tuple[float, float, float]]] = {}  # (--phases: each call's three parts)
         made = [(label, lib, path, weights) for label, lib in (("new", tinyattn), ("old", tinyattn_other))
                 for path, weights in (("composed", True), ("fused", False))]
         for label, lib, path, weights in (layout.sample(made, len(made)) if layout is not None else made):
             if layout is not None:
                 _pad(layout, 300)
-            runs[label, path] = runner(lib, B, n, E, h, weights)
+            if args.phases:
+                spent[label, path] = []
+            runs[label, path] = runner(lib, B, n, E, h, weights, spent.get((label, path)))
         bench = make_runners(B, n, E, h, with_torch=args.after_torch)
         runs["floor", "floor"] = bench["floor"]  # the same work written out in NumPy, fused where it helps
         times: dict[tuple[str, str], list[float]] = {key: [] for key in runs}
@@ -154,7 +180,11 @@ def measure(args: argparse.Namespace, layout: random.Random | None) -> dict[tupl
                 for _ in range(args.repeat):
                     fn()
                 times[key].append((time.perf_counter() - start) / args.repeat)
-    return {key: statistics.median(t) for key, t in times.items()}
+    medians = {key: statistics.median(t) for key, t in times.items()}
+    for (label, path), parts in spent.items():  # (--phases; the first call was the warm-up)
+        for i, phase in enumerate(PHASES):
+            medians[label, f"{path} {phase}"] = statistics.median(part[i] for part in parts[1:])
+    return medians
 
 
 def over_layouts(args: argparse.Namespace) -> None:
@@ -163,19 +193,21 @@ def over_layouts(args: argparse.Namespace) -> None:
     command = [sys.executable, os.path.abspath(__file__), args.other, "--size", args.size, "--rounds",
                str(args.rounds), "--repeat", str(args.repeat), "--pause", str(args.pause)]
     command += ["--after-torch"] if args.after_torch else []
-    ratios: dict[str, list[float]] = {"composed": [], "fused": []}
+    command += ["--phases"] if args.phases else []
+    ratios: dict[str, list[float]] = {}  # path (or "path phase") -> each process's new/old
     for seed in range(1, args.layouts + 1):
         out = subprocess.run([*command, "--layout-seed", str(seed)], check=True, capture_output=True,
                              text=True).stdout
-        for path, value in re.findall(r"^ *(composed|fused): .* new/old = ([\d.]+);", out, re.MULTILINE):
-            ratios[path].append(float(value))
+        for path, value in re.findall(r"^ *((?:composed|fused)(?: \w+)?): .* new/old = ([\d.]+)", out, re.MULTILINE):
+            ratios.setdefault(path, []).append(float(value))
     print(f"(B, n, E, h) = ({args.size}), {args.layouts} processes, each its own layout in memory, each "
           f"{args.rounds} interleaved rounds of {args.repeat} calls" + (f", each after a {args.pause} s pause"
                                                                        if args.pause else ""))
+    width = max(map(len, ratios))
     for path, values in ratios.items():
         logs = [math.log(v) for v in values]
         mean, spread = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
-        print(f"{path:>9}: new/old = {math.exp(mean):.3f} (geometric mean; standard error ±{spread:.3f}), "
+        print(f"{path:>{width}}: new/old = {math.exp(mean):.3f} (geometric mean; standard error ±{spread:.3f}), "
               f"per process {min(values):.3f} to {max(values):.3f}:", " ".join(f"{v:.3f}" for v in values))
 
 
@@ -192,6 +224,9 @@ def main() -> None:
     parser.add_argument("--layouts", type=int, default=0,
                         help="repeat the whole comparison in N fresh processes, each with its own random placement "
                              "of the two versions in memory, and average the ratios (N >= 2)")
+    parser.add_argument("--phases", action="store_true",
+                        help="also time each call's three parts: zero_grad and the forward pass, the backward pass, "
+                             "and freeing the graph as the output is dropped")
     parser.add_argument("--layout-seed", type=int, help=argparse.SUPPRESS)  # (one of those processes)
     args = parser.parse_args()
     if args.after_torch:
@@ -211,6 +246,10 @@ def main() -> None:
         new, old = med["new", path], med["old", path]
         print(f"{path:>9}: new {new * 1e3:.3f} ms, old ({args.other}) {old * 1e3:.3f} ms, new/old = {new / old:.3f}; "
               f"to the floor: new {new / floor:.2f}x, old {old / floor:.2f}x")
+        for phase in PHASES if args.phases else ():
+            new, old = med["new", f"{path} {phase}"], med["old", f"{path} {phase}"]
+            print(f"{path + ' ' + phase:>17}: new {new * 1e6:.2f} µs, old {old * 1e6:.2f} µs, "
+                  f"new/old = {new / old:.3f}")
     print(f"    floor: {floor * 1e3:.3f} ms")
 
 

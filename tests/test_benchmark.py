@@ -122,6 +122,48 @@ def test_compare_commits_times_two_checkouts_side_by_side():
     assert "2 interleaved rounds of 1 calls, each after a 0.001 s pause" in out and "new/old =" in out
 
 
+def test_compare_commits_times_the_forward_and_the_backward_apart(monkeypatch):
+    """--phases: each call of a runner appends (zero_grad and forward, backward, release) in seconds, split where
+    the backward starts and ends: a forward made 20 ms slower shows in the first part only, a backward made 60 ms
+    slower in the second only, and a graph whose freeing takes 40 ms in the third only."""
+    import time
+
+    import compare_commits
+
+    import tinyattn as ta
+    from tinyattn import nn
+
+    forward, backward = nn.MultiheadAttention.forward, ta.Tensor.backward
+    monkeypatch.setattr(nn.MultiheadAttention, "forward", lambda *a, **k: time.sleep(0.02) or forward(*a, **k))
+    monkeypatch.setattr(ta.Tensor, "backward", lambda *a, **k: time.sleep(0.06) or backward(*a, **k))
+
+    class SlowToFree:  # (kept by the input: freed with the graph, when the runner drops its output)
+        def __del__(self):
+            time.sleep(0.04)
+
+    tensor = ta.tensor
+    monkeypatch.setattr(ta, "tensor", lambda *a, **k: setattr(made := tensor(*a, **k), "kept", SlowToFree()) or made)
+    phases: list = []
+    for need_weights in (True, False):
+        run = compare_commits.runner(ta, 2, 4, 8, 2, need_weights, phases)
+        run()
+        run()
+    assert len(phases) == 4, phases
+    for before, during, release in phases:
+        assert 0.02 <= before < 0.04 <= release < 0.06 <= during, phases
+    assert compare_commits.runner(ta, 2, 4, 8, 2, True)() is None  # (without a list: the plain call, untimed)
+
+
+def test_compare_commits_prints_each_phase_new_over_old():
+    out = run_benchmark("compare_commits.py", ROOT, "--rounds", "2", "--repeat", "1", "--phases")
+    for path in ("composed", "fused"):
+        for phase in ("forward", "backward", "release"):
+            line = rf"^ *{path} {phase}: new ([\d.]+) µs, old ([\d.]+) µs, new/old = ([\d.]+)$"
+            new, old, ratio = (float(v) for v in re.search(line, out, re.MULTILINE).groups())
+            assert ratio == pytest.approx(new / old, rel=0.02), out  # (each time rounded to 0.01 µs)
+        assert re.search(rf"^ *{path}: new [\d.]+ ms, old .* new/old = [\d.]+; to the floor", out, re.MULTILINE), out
+
+
 def test_compare_commits_places_the_two_versions_differently_in_each_layout(monkeypatch):
     """--layouts: each process imports the two versions in an order its seed draws, each after padding memory of
     an amount its seed draws; so over the processes both orders occur, after different amounts."""
@@ -177,13 +219,42 @@ def test_compare_commits_over_layouts_takes_the_geometric_mean_of_the_ratios(mon
         return subprocess.CompletedProcess(command, 0, stdout=out)
 
     monkeypatch.setattr(compare_commits.subprocess, "run", process)
-    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=3)
+    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=3,
+                              phases=False)
     compare_commits.over_layouts(args)
     out = capsys.readouterr().out
     log_error = np.log([0.5, 1.0, 2.0]).std(ddof=1) / np.sqrt(3)
     assert f"composed: new/old = 1.000 (geometric mean; standard error ±{log_error:.3f})" in out, out
     assert "per process 0.500 to 2.000: 0.500 1.000 2.000" in out and "fused: new/old = 1.000" in out, out
     assert seeds == ["1", "2", "3"]
+
+
+def test_compare_commits_over_layouts_averages_each_phase_apart(monkeypatch, capsys):
+    """With --phases each process prints a line per path and phase; each gets its own geometric mean, and the
+    processes are asked for the phases."""
+    import argparse
+
+    import compare_commits
+
+    ratios, commands = iter([(1.0, 0.5, 2.0), (1.0, 2.0, 0.5)]), []
+
+    def process(command, **kwargs):
+        commands.append(command)
+        whole, forward, backward = next(ratios)
+        out = (f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {whole:.3f}; to the floor: new 1.00x\n"
+               f" composed forward: new 1.00 µs, old 1.00 µs, new/old = {forward:.3f}\n"
+               f"composed backward: new 1.00 µs, old 1.00 µs, new/old = {backward:.3f}\n")
+        return subprocess.CompletedProcess(command, 0, stdout=out)
+
+    monkeypatch.setattr(compare_commits.subprocess, "run", process)
+    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=2,
+                              phases=True)
+    compare_commits.over_layouts(args)
+    out = capsys.readouterr().out
+    assert all("--phases" in command for command in commands), commands
+    assert "composed forward: new/old = 1.000" in out and "per process 0.500 to 2.000: 0.500 2.000" in out, out
+    assert "composed backward: new/old = 1.000" in out and "per process 0.500 to 2.000: 2.000 0.500" in out, out
+    assert "         composed: new/old = 1.000" in out and "per process 1.000 to 1.000" in out, out
 
 
 def test_compare_commits_can_time_each_call_right_after_torchs():
