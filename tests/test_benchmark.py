@@ -202,55 +202,46 @@ def test_compare_commits_averages_new_over_old_across_layouts():
         assert error == pytest.approx(logs.std(ddof=1) / np.sqrt(3), abs=2e-3), out
 
 
-def test_compare_commits_over_layouts_takes_the_geometric_mean_of_the_ratios(monkeypatch, capsys):
-    """Ratios 0.5, 1 and 2 (each process's new/old, as it prints them) average to 1 geometrically, not to 1.17; the
-    standard error is that of their logs; each process gets its own seed."""
+def over_layouts_printing(monkeypatch, capsys, outputs, phases=False):
+    """What ``compare_commits.over_layouts`` prints when its processes print ``outputs``, one each, in turn; and
+    the command each process was started with."""
     import argparse
 
     import compare_commits
 
-    ratios, seeds = iter([(0.5, 0.8), (1.0, 1.0), (2.0, 1.25)]), []
+    commands, printed = [], iter(outputs)
 
     def process(command, **kwargs):
-        seeds.append(command[command.index("--layout-seed") + 1])
-        composed, fused = next(ratios)
-        out = (f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {composed:.3f}; to the floor: new 1.00x\n"
-               f"    fused: new 1.000 ms, old (x) 1.000 ms, new/old = {fused:.3f}; to the floor: new 1.00x\n")
-        return subprocess.CompletedProcess(command, 0, stdout=out)
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout=next(printed))
 
     monkeypatch.setattr(compare_commits.subprocess, "run", process)
-    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=3,
-                              phases=False)
-    compare_commits.over_layouts(args)
-    out = capsys.readouterr().out
+    compare_commits.over_layouts(argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0,
+                                                    after_torch=False, layouts=len(outputs), phases=phases))
+    return capsys.readouterr().out, commands
+
+
+def test_compare_commits_over_layouts_takes_the_geometric_mean_of_the_ratios(monkeypatch, capsys):
+    """Ratios 0.5, 1 and 2 (each process's new/old, as it prints them) average to 1 geometrically, not to 1.17; the
+    standard error is that of their logs; each process gets its own seed."""
+    outputs = [f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {composed:.3f}; to the floor: new 1.00x\n"
+               f"    fused: new 1.000 ms, old (x) 1.000 ms, new/old = {fused:.3f}; to the floor: new 1.00x\n"
+               for composed, fused in [(0.5, 0.8), (1.0, 1.0), (2.0, 1.25)]]
+    out, commands = over_layouts_printing(monkeypatch, capsys, outputs)
     log_error = np.log([0.5, 1.0, 2.0]).std(ddof=1) / np.sqrt(3)
     assert f"composed: new/old = 1.000 (geometric mean; standard error ±{log_error:.3f})" in out, out
     assert "per process 0.500 to 2.000: 0.500 1.000 2.000" in out and "fused: new/old = 1.000" in out, out
-    assert seeds == ["1", "2", "3"]
+    assert [command[command.index("--layout-seed") + 1] for command in commands] == ["1", "2", "3"]
 
 
 def test_compare_commits_over_layouts_averages_each_phase_apart(monkeypatch, capsys):
     """With --phases each process prints a line per path and phase; each gets its own geometric mean, and the
     processes are asked for the phases."""
-    import argparse
-
-    import compare_commits
-
-    ratios, commands = iter([(1.0, 0.5, 2.0), (1.0, 2.0, 0.5)]), []
-
-    def process(command, **kwargs):
-        commands.append(command)
-        whole, forward, backward = next(ratios)
-        out = (f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {whole:.3f}; to the floor: new 1.00x\n"
+    outputs = [f" composed: new 1.000 ms, old (x) 1.000 ms, new/old = {whole:.3f}; to the floor: new 1.00x\n"
                f" composed forward: new 1.00 µs, old 1.00 µs, new/old = {forward:.3f}\n"
-               f"composed backward: new 1.00 µs, old 1.00 µs, new/old = {backward:.3f}\n")
-        return subprocess.CompletedProcess(command, 0, stdout=out)
-
-    monkeypatch.setattr(compare_commits.subprocess, "run", process)
-    args = argparse.Namespace(other="x", size="3,5,16,2", rounds=2, repeat=1, pause=0.0, after_torch=False, layouts=2,
-                              phases=True)
-    compare_commits.over_layouts(args)
-    out = capsys.readouterr().out
+               f"composed backward: new 1.00 µs, old 1.00 µs, new/old = {backward:.3f}\n"
+               for whole, forward, backward in [(1.0, 0.5, 2.0), (1.0, 2.0, 0.5)]]
+    out, commands = over_layouts_printing(monkeypatch, capsys, outputs, phases=True)
     assert all("--phases" in command for command in commands), commands
     assert "composed forward: new/old = 1.000" in out and "per process 0.500 to 2.000: 0.500 2.000" in out, out
     assert "composed backward: new/old = 1.000" in out and "per process 0.500 to 2.000: 2.000 0.500" in out, out
