@@ -109,8 +109,8 @@ def runner(lib: Any, B: int, n: int, E: int, h: int, need_weights: bool,
     return run if phases is None else run_in_phases
 
 
-PHASES = ("forward", "backward", "release")  # (--phases: zero_grad and the forward pass, the backward pass, the graph
-# freed as the output is dropped)
+# --phases: zero_grad and the forward pass, the backward pass, the graph freed as the output is dropped
+PHASES = ("forward", "backward", "release")
 _PADDING: list[list[bytearray]] = []  # (kept alive: the memory a layout put before each package and runner)
 
 
