@@ -58,9 +58,14 @@ def test_module_tree_matches_torch(seed):
         for dedup in (True, False):
             assert [n for n, _ in ours.named_modules(prefix, dedup)] == [
                 n for n, _ in theirs.named_modules(prefix=prefix, remove_duplicate=dedup)]
-            assert [n for n, _ in ours.named_parameters(prefix, dedup)] == [
+            assert [n for n, _ in ours.named_parameters(prefix, remove_duplicate=dedup)] == [
                 n for n, _ in theirs.named_parameters(prefix=prefix, remove_duplicate=dedup)]
     assert [tuple(p.shape) for p in ours.parameters()] == [tuple(t.shape) for t in theirs.parameters()]
+    for (_, mine), (name, its) in zip(ours.named_modules(), theirs.named_modules(), strict=True):
+        assert [n for n, _ in mine.named_parameters("p", recurse=False)] == [  # its own only (a Linear's, a norm's)
+            n for n, _ in its.named_parameters("p", recurse=False)], name
+        assert [tuple(p.shape) for p in mine.parameters(recurse=False)] == [
+            tuple(t.shape) for t in its.parameters(recurse=False)], name
     assert [id(p) for p in ours.parameters()] == [id(p) for _, p in ours.named_parameters()]  # the same, in order
     assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in theirs.modules()]
     assert [id(m) for m in ours.modules()] == [id(m) for _, m in ours.named_modules()]

@@ -129,37 +129,38 @@ class Module:
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         """Every buffer with its dotted name (``recurse=False``: this module's only)."""
-        seen: set[int] = set()
-        walk = self.named_modules(prefix, remove_duplicate=False) if recurse else iter([(prefix, self)])
-        for module_prefix, module in walk:
-            for name, b in module._buffers.items():
-                if b is None or (remove_duplicate and id(b) in seen):
-                    continue
-                seen.add(id(b))
-                yield (f"{module_prefix}.{name}" if module_prefix else name), b
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         """Every buffer."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    def named_parameters(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
-        """Every parameter with its dotted name, e.g. ``out_proj.weight``.
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name, e.g. ``out_proj.weight`` (``recurse=False``: this module's only).
 
         A parameter shared by two modules (tied weights) comes once, under its first name,
         as in torch, so an optimizer steps it once and ``clip_grad_norm_`` counts it once.
         """
-        seen: set[int] = set()
-        for module_prefix, module in self.named_modules(prefix, remove_duplicate=False):  # every name of it
-            for name, p in module._parameters.items():
-                if p is None or (remove_duplicate and id(p) in seen):
-                    continue
-                seen.add(id(p))
-                yield (f"{module_prefix}.{name}" if module_prefix else name), p
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
-    def parameters(self) -> Iterator[Parameter]:
-        """Every parameter."""
-        for _, p in self.named_parameters():
+    def _named_members(self, table: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Any]]:
+        """The tensors in each module's ``table`` (``_parameters`` or ``_buffers``) with their dotted names; a tensor
+        held twice comes once, under its first name, unless ``remove_duplicate`` is False."""
+        seen: set[int] = set()
+        walk = self.named_modules(prefix, remove_duplicate=False) if recurse else iter([(prefix, self)])
+        for module_prefix, module in walk:  # (every name of a shared module)
+            for name, t in getattr(module, table).items():
+                if t is None or (remove_duplicate and id(t) in seen):
+                    continue
+                seen.add(id(t))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), t
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter (``recurse=False``: this module's only)."""
+        for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def zero_grad(self, set_to_none: bool = True) -> None:
