@@ -192,16 +192,14 @@ def test_intermediate_values_are_not_kept_alive_by_the_graph():
     np.testing.assert_allclose(x.grad, 2 * np.exp(2.0))
 
 
-def test_autograd_backward_frees_the_graph_by_default_and_takes_one_output():
+def test_autograd_backward_frees_the_graph_by_default_and_takes_a_sequence_of_outputs():
     x = ta.tensor([1.0, 2.0], dtype=ta.float64, requires_grad=True)
     y = (x * x).sum()
-    ta.autograd.backward([y])  # torch's spelling: a sequence of outputs
-    np.testing.assert_array_equal(x.grad, [2.0, 4.0])
+    ta.autograd.backward([y, y])  # torch's spelling: a sequence of outputs (here one twice: twice its gradient)
+    np.testing.assert_array_equal(x.grad, [4.0, 8.0])
     with pytest.raises(RuntimeError, match="second time"):
         ta.autograd.backward(y)  # retain_graph is False by default
-    with pytest.raises(TypeError, match="^backward: expects one output Tensor, got list"):
-        ta.autograd.backward([y, y])
-    with pytest.raises(TypeError, match="^grad: expects one output Tensor, got int"):
+    with pytest.raises(TypeError, match="^grad: outputs must be a Tensor or a sequence of Tensors, got int"):
         ta.autograd.grad(3, [x])
 
 

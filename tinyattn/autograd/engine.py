@@ -19,7 +19,8 @@ first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+import warnings
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,45 +41,56 @@ def _released_error(node: Node) -> RuntimeError:
 _INPUTS_DONE = object()  # (a marker on topological_order's stack)
 
 
-def topological_order(root: Node) -> list[Node]:
-    """The nodes behind ``root``, each before every node that produced one of its inputs."""
+def topological_order(roots: Iterable[Node], wanted: dict[Node, Any] | None = None) -> list[Node]:
+    """The nodes behind ``roots``, each before every node that produced one of its inputs. With ``wanted``,
+    only the nodes a wanted node's gradient flows through (as torch, which runs no other)."""
     order: list[Node] = []
     visited: set[Node | None] = {None}  # (None: the edge of an input that takes no gradient, never visited)
-    stack: list[Any] = [root]  # nodes to visit; _INPUTS_DONE above a node: everything behind it is in order
+    stack: list[Any] = [*roots]  # nodes to visit; _INPUTS_DONE above a node: everything behind it is in order
     while stack:
         node = stack.pop()
         if node is _INPUTS_DONE:
             order.append(stack.pop())
         elif node not in visited:
-            if node.released:
-                raise _released_error(node)
             visited.add(node)
             stack += (node, _INPUTS_DONE)
             stack += node.edges  # (an edge already visited is skipped when popped)
-    return order[::-1]  # output first
+    return order[::-1] if wanted is None else _leading_to(wanted, order)  # output first
+
+
+def _leading_to(wanted: dict[Node, Any], order: list[Node]) -> list[Node]:
+    """The nodes of ``order`` (leaves first) that are wanted or lead to one that is, output first."""
+    leading: set[Node] = set()
+    for node in order:  # (each after every node behind it, so its edges are decided already)
+        if node in wanted or any(edge in leading for edge in node.edges):
+            leading.add(node)
+    return [node for node in reversed(order) if node in leading]
 
 
 def propagate(
-    root: Node, grad_root: Any, retain_graph: bool | None, wanted: dict[Node, Any] | None, create_graph: bool
+    grads: dict[Node, Any], retain_graph: bool | None, wanted: dict[Node, Any] | None, create_graph: bool
 ) -> Iterator[tuple[Node, Any]]:
-    """Run every node's backward behind ``root``, from the output to the leaves.
+    """Run every node's backward behind the outputs, from the outputs to the leaves.
 
-    Yields each node whose gradient is wanted, with its complete output gradient, before its
-    backward runs: the nodes in ``wanted``, or (by default) those whose tensor keeps ``.grad``.
+    ``grads`` holds each output's node and the gradient of that output. Yields each node whose
+    gradient is wanted, with its complete output gradient, before its backward runs: the nodes
+    in ``wanted`` (and only the nodes that lead to them run), or (by default) those whose tensor
+    keeps ``.grad``.
     With ``create_graph`` the gradients are Tensors and each backward is recorded as ops
     (higher_order.py), so that they can be differentiated in turn.
     """
-    grads: dict[Node, Any] = {root: grad_root}  # node -> dL/d(its output), summed over uses
     recorder = grad_mode._recorder  # (the explainer's trace(), if it is watching)
     record = backward_graph if create_graph else None  # (each backward on Tensors, recorded as ops)
-    for node in topological_order(root):
-        grad_output = grads.pop(node, None)
+    for node in topological_order(grads, wanted):
+        grad_output = grads.pop(node, None)  # (grads: node -> dL/d(its output), summed over uses)
         if grad_output is None:  # every path from the output to this node carried a None gradient
             continue
         if node in wanted if wanted is not None else node.retained is not None:
             yield node, grad_output
         if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
             continue
+        if node.released:  # (its saved arrays freed by an earlier backward)
+            raise _released_error(node)
         grad_inputs = node.backward(grad_output, record)
         if recorder is not None:
             recorder.backward(node, grad_output, grad_inputs)
@@ -114,34 +126,101 @@ def _graph_root(root: Tensor, gradient: Any) -> Tensor:
     return Tensor._make(g)
 
 
-def _one_output(op: str, outputs: Any, grad_outputs: Any) -> tuple[Tensor, Any]:
-    """torch takes a sequence of outputs; here one tensor, or a one-element sequence (its gradient likewise)."""
-    if isinstance(outputs, (tuple, list)) and len(outputs) == 1:
-        outputs = outputs[0]
-        grad_outputs = grad_outputs[0] if isinstance(grad_outputs, (tuple, list)) else grad_outputs
-    if not isinstance(outputs, Tensor):
-        raise TypeError(f"{op}: expects one output Tensor, got {type(outputs).__name__} (sum several into one)")
-    return outputs, grad_outputs
+def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[Node, Any]:
+    """torch's ``outputs`` and their ``grad_outputs``, each a tensor or a sequence: each output's node and its
+    gradient (None for a one-element output: ones), summed where two outputs share a node."""
+    if isinstance(outputs, Tensor):
+        outputs, gradients = (outputs,), (gradients,)
+    elif not isinstance(outputs, (tuple, list)):
+        raise TypeError(f"{op}: outputs must be a Tensor or a sequence of Tensors, got {type(outputs).__name__}")
+    elif gradients is None or isinstance(gradients, (Tensor, np.ndarray)):
+        gradients = (gradients,) * len(outputs) if gradients is None else (gradients,)
+    elif not isinstance(gradients, (tuple, list)):
+        raise TypeError(f"{op}: the outputs' gradients must be a Tensor, None or a sequence, got "
+                        f"{type(gradients).__name__}")
+    if len(gradients) != len(outputs):
+        raise RuntimeError(f"{op}: got {len(outputs)} tensors and {len(gradients)} gradients")
+    roots: dict[Node, Any] = {}
+    for i, (output, gradient) in enumerate(zip(outputs, gradients)):
+        if not isinstance(output, Tensor):
+            raise TypeError(f"{op}: outputs must be Tensors, got {type(output).__name__} at position {i}")
+        if not output.requires_grad:
+            raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
+        g = _graph_root(output, gradient) if create_graph else _root_gradient(output, gradient)
+        node = output.gradient_edge()
+        roots[node] = roots[node] + g if node in roots else g  # type: ignore[index]
+    return roots
+
+
+def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[int]]]:
+    """torch's ``inputs`` (a tensor or a sequence) as a tuple, and the node each one's gradient flows into -> the
+    positions of the inputs it serves."""
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    positions: dict[Node, list[int]] = {}
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: inputs must be Tensors, got {type(t).__name__} at position {i}")
+        if not t.requires_grad:
+            raise RuntimeError(f"{op}: input {i} (shape {t.shape}) does not require grad")
+        positions.setdefault(t.gradient_edge(), []).append(i)  # type: ignore[arg-type]
+    return inputs, positions
 
 
 def backward(
-    tensors: Tensor, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False
+    tensors: Tensor | Sequence[Tensor],
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    grad_variables: Any = None,
+    inputs: Tensor | Sequence[Tensor] | dict[str, Tensor] | None = None,
 ) -> None:
-    """``torch.autograd.backward``: ``tensors.backward(grad_tensors)``, for one tensor or a one-element sequence."""
-    root, gradient = _one_output("backward", tensors, grad_tensors)
-    run_backward(root, gradient, retain_graph, create_graph)
+    """``torch.autograd.backward``: add each output's weighted derivatives to each leaf's ``.grad``.
+
+    ``tensors`` is one output or a sequence, ``grad_tensors`` the gradient of each (None for a one-element
+    output: ones); the derivatives of several outputs are summed. With ``inputs``, only those tensors' ``.grad``
+    receive them, leaves or not. ``grad_variables`` is torch's old name for ``grad_tensors``.
+    """
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        grad_tensors = grad_variables
+    wanted = None if inputs is None else _wanted(inputs)
+    accumulate(_roots("backward", tensors, grad_tensors, create_graph), retain_graph, create_graph, wanted)
 
 
-def run_backward(root: Tensor, gradient: Any, retain_graph: bool | None, create_graph: bool) -> None:
-    """``root.backward(gradient)``: add the weighted derivatives to each leaf's ``.grad`` (``Tensor.backward``).
+def _wanted(inputs: Any) -> dict[Node, Tensor]:
+    """``backward(inputs=...)``: the node each input's gradient flows into -> that input, whose ``.grad`` it fills
+    (once, if the input is listed twice)."""
+    inputs, positions = _by_node("backward", inputs.values() if type(inputs) is dict else inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    return {node: inputs[at[0]] for node, at in positions.items()}
+
+
+def run_backward(
+    root: Tensor, gradient: Any, retain_graph: bool | None, create_graph: bool, inputs: Any = None
+) -> None:
+    """``root.backward(gradient)``: add the weighted derivatives to each leaf's ``.grad`` (``Tensor.backward``),
+    or only to the ``inputs``' if given (torch's ``backward(inputs=...)``)."""
+    # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
+    grad_root = _graph_root(root, gradient) if create_graph else _root_gradient(root, gradient)
+    accumulate({root.gradient_edge(): grad_root}, retain_graph, create_graph, None if inputs is None else  # type: ignore[dict-item]
+               _wanted(inputs))
+
+
+def accumulate(
+    roots: dict[Node, Any], retain_graph: bool | None, create_graph: bool, wanted: dict[Node, Tensor] | None
+) -> None:
+    """Add the gradients reaching each leaf (and ``retain_grad()`` tensor) to its ``.grad``; with ``wanted``,
+    reaching each of its tensors instead.
 
     With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
-    # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
-    grad_root = _graph_root(root, gradient) if create_graph else _root_gradient(root, gradient)
-    for node, grad_output in propagate(root.gradient_edge(), grad_root, retain_graph, None, create_graph):  # type: ignore[arg-type]
-        target = node.retained()  # type: ignore[misc]  # (propagate yields only nodes that retain)
+    for node, grad_output in propagate(roots, retain_graph, wanted, create_graph):
+        target = node.retained() if wanted is None else wanted[node]  # type: ignore[misc]  # (yielded: it retains)
         if target is not None:
             if target._grad is None:  # (with create_graph, the gradient itself, graph and all)
                 target._grad = grad_output if create_graph else Tensor._make(np.array(grad_output))  # (else a copy)
@@ -152,7 +231,7 @@ def run_backward(root: Tensor, gradient: Any, retain_graph: bool | None, create_
 
 
 def grad(
-    outputs: Tensor,
+    outputs: Tensor | Sequence[Tensor],
     inputs: Tensor | Sequence[Tensor],
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
@@ -164,8 +243,8 @@ def grad(
 ) -> tuple[Tensor | None, ...]:
     """Return ``d outputs / d input`` (weighted by ``grad_outputs``) for each input; ``.grad`` untouched.
 
-    torch's arguments; ``outputs`` is one tensor (or a one-element sequence, with
-    ``grad_outputs`` likewise): sum several outputs into one first.
+    torch's arguments: ``outputs`` a tensor or a sequence, ``grad_outputs`` likewise (the gradient of
+    each output, None for a one-element one: ones); several outputs' derivatives are summed.
     A non-leaf input's gradient is the total reaching the op that made it. An input the output
     does not depend on is an error, unless ``allow_unused`` (then its gradient is None, or zeros
     with ``materialize_grads``). Each result is a Tensor with its own memory; with
@@ -174,21 +253,13 @@ def grad(
     if is_grads_batched:
         raise NotImplementedError("grad: is_grads_batched=True (vmap over grad_outputs) is not implemented; "
                                   "call grad once per row of grad_outputs, with retain_graph=True")
-    outputs, grad_outputs = _one_output("grad", outputs, grad_outputs)
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)  # (only_inputs: torch ignores it too)
     allow_unused = materialize_grads if allow_unused is None else allow_unused
     if materialize_grads and not allow_unused:
         raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
-    positions: dict[Node, list[int]] = {}  # the node each input's gradient flows into -> where it goes
-    for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad: inputs must be Tensors, got {type(t).__name__} at position {i}")
-        if not t.requires_grad:
-            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
-        positions.setdefault(t.gradient_edge(), []).append(i)  # type: ignore[arg-type]
+    inputs, positions = _by_node("grad", inputs)  # (only_inputs: torch ignores it too)
     result: list[Tensor | None] = [None] * len(inputs)
-    root_gradient = _graph_root(outputs, grad_outputs) if create_graph else _root_gradient(outputs, grad_outputs)
-    for node, g in propagate(outputs.gradient_edge(), root_gradient, retain_graph, positions, create_graph):  # type: ignore[arg-type]
+    roots = _roots("grad", outputs, grad_outputs, create_graph)
+    for node, g in propagate(roots, retain_graph, positions, create_graph):
         for i in positions[node]:
             result[i] = g if create_graph else Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
     for i, r in enumerate(result):

@@ -257,13 +257,18 @@ class Tensor(TensorAPI, TensorMath):
         return t
 
     def backward(
-        self, gradient: ArrayLike | None = None, retain_graph: bool | None = None, create_graph: bool = False
+        self,
+        gradient: ArrayLike | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Tensor | Sequence[Tensor] | None = None,
     ) -> None:
         """Accumulate ``d self / d leaf`` (times ``gradient``) into every leaf's ``.grad``.
 
+        With ``inputs`` (a tensor or a sequence, as torch's), into those tensors' ``.grad`` only, leaves or not.
         With ``create_graph=True`` each ``.grad`` is a Tensor that can be differentiated again.
         """
-        engine.run_backward(self, gradient, retain_graph, create_graph)
+        engine.run_backward(self, gradient, retain_graph, create_graph, inputs)
 
     # -- array facts -----------------------------------------------------------
 
