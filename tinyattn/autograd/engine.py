@@ -15,6 +15,10 @@ whoever wants it and goes to the next node, leaving the leaf's node whole for it
 graph. ``backward`` and ``grad`` are thin layers over it: the
 first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
 ``.grad``, the second returns the gradients reaching the tensors asked for.
+Both take several outputs, as torch does (each with its own gradient; the walk
+starts from all of them at once), and when only some tensors' gradients are
+asked for (``grad``, ``backward(inputs=...)``), only the nodes those gradients
+flow through run.
 """
 
 from __future__ import annotations
