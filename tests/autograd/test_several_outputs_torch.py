@@ -56,6 +56,22 @@ def test_several_outputs_with_create_graph_differentiate_again_as_torch(seed):
         np.testing.assert_allclose(ours, theirs, **TOL)
 
 
+@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True")  # (torch's note on .grad cycles)
+def test_autograd_backward_of_several_outputs_with_create_graph_as_torch():
+    """``autograd.backward(outputs, gradients, create_graph=True)``: each ``.grad`` is a function of the leaves and of
+    a gradient that requires grad, and is differentiated again."""
+    results = []
+    for lib in (ta, torch):
+        x, w = _leaves(lib, 11)
+        weights = lib.tensor(np.random.default_rng(12).standard_normal((3, 2)), requires_grad=True)
+        a, b, _ = _outputs(lib, x, w)
+        lib.autograd.backward([a, b], [weights, None], create_graph=True)
+        second = lib.autograd.grad((x.grad ** 2).sum() + (w.grad ** 2).sum(), [x, w, weights])
+        results.append([g.numpy() for g in second])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **TOL)
+
+
 @pytest.mark.parametrize("spelling", ["list", "one tensor", "dict", "twice"])
 def test_backward_inputs_fills_only_those_tensors_leaves_or_not_as_torch(spelling):
     results = []
@@ -134,6 +150,10 @@ def test_several_outputs_are_refused_as_torch_refuses_them():
         ta.autograd.backward([a, b.detach()], [ta.ones(2, dtype=ta.float64), None])
     with pytest.raises(RuntimeError, match=r"^grad: got 2 tensors and 1 gradients$"):
         ta.autograd.grad([a, b], x, [ta.ones(2)])
+    with pytest.raises(RuntimeError, match=r"^backward: got 2 tensors and 1 gradients$"):
+        ta.autograd.backward([a, a * 3], ta.ones(2, dtype=ta.float64))  # (one tensor: the first output's, as torch)
+    with pytest.raises(TypeError, match=r"^grad: inputs must be Tensors, got float at position 1$"):
+        ta.autograd.grad(b, [x, 3.0])
     with pytest.raises(RuntimeError, match="implicitly created only for one-element outputs"):
         ta.autograd.backward([a, b])  # (a has two elements: its gradient cannot be None)
     with pytest.raises(RuntimeError, match=r"^`inputs` argument to `backward\(\)` cannot be empty\.$"):
@@ -153,8 +173,9 @@ def test_several_outputs_are_refused_as_torch_refuses_them():
 
 def test_grad_variables_is_torchs_old_name_for_grad_tensors():
     x = ta.tensor([1.0, -2.0], dtype=ta.float64, requires_grad=True)
-    with pytest.warns(FutureWarning, match="`grad_variables` is deprecated"):
+    with pytest.warns(FutureWarning, match="`grad_variables` is deprecated") as caught:
         ta.autograd.backward(x * 3, grad_variables=ta.tensor([0.5, 2.0], dtype=ta.float64))
+    assert caught[0].filename == __file__  # (the warning points at the caller's line)
     np.testing.assert_array_equal(x.grad, [1.5, 6.0])
     with pytest.raises(RuntimeError, match="both passed"):
         ta.autograd.backward(x * 3, ta.ones(2), grad_variables=ta.ones(2))
