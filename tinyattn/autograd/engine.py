@@ -105,7 +105,10 @@ def propagate(
             node.release()
 
 
-def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
+def root_gradient(root: Tensor, gradient: Any, create_graph: bool = False) -> Any:
+    """The gradient a backward pass starts from at ``root``: ``gradient`` (None for a one-element ``root``: ones),
+    checked and in ``root``'s dtype. An array; with ``create_graph``, a Tensor: ``gradient`` itself if it requires
+    grad (the gradients are then functions of it too, as in torch)."""
     if not root._requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
     if gradient is None:
@@ -114,20 +117,14 @@ def _root_gradient(root: Tensor, gradient: Any) -> np.ndarray:
                 f"backward: grad can be implicitly created only for one-element outputs; "
                 f"this output has shape {root.shape}, so pass gradient=... of that shape"
             )
-        return np.ones_like(root.array)
-    g = np.asarray(gradient.array if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
-    if g.shape != root.shape:
-        raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
+        g = np.ones_like(root.array)
+    else:
+        g = np.asarray(gradient.array if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
+        if g.shape != root.shape:
+            raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
+    if create_graph:  # (a backward recorded as ops starts from a Tensor)
+        return gradient.to(root.dtype) if isinstance(gradient, Tensor) and gradient.requires_grad else Tensor._make(g)
     return g
-
-
-def _graph_root(root: Tensor, gradient: Any) -> Tensor:
-    """The root gradient of a backward recorded as ops: a Tensor that requires grad stays itself (the gradients
-    are then functions of it too, as in torch), checked as any other."""
-    g = _root_gradient(root, gradient)
-    if isinstance(gradient, Tensor) and gradient.requires_grad:
-        return gradient.to(root.dtype)  # (itself, in the output's dtype already)
-    return Tensor._make(g)
 
 
 def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[Node, Any]:
@@ -150,7 +147,7 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
             raise TypeError(f"{op}: outputs must be Tensors, got {type(output).__name__} at position {i}")
         if not output.requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
-        g = _graph_root(output, gradient) if create_graph else _root_gradient(output, gradient)
+        g = root_gradient(output, gradient, create_graph)
         node = output.gradient_edge()
         roots[node] = roots[node] + g if node in roots else g  # type: ignore[index]
     return roots
@@ -190,11 +187,11 @@ def backward(
                                "`backward()`. Please only use `grad_tensors`.")
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
         grad_tensors = grad_variables
-    wanted = None if inputs is None else _wanted(inputs)
-    accumulate(_roots("backward", tensors, grad_tensors, create_graph), retain_graph, create_graph, wanted)
+    roots = _roots("backward", tensors, grad_tensors, create_graph)
+    run_backward(roots, retain_graph, create_graph, None if inputs is None else wanted_inputs(inputs))
 
 
-def _wanted(inputs: Any) -> dict[Node, Tensor]:
+def wanted_inputs(inputs: Any) -> dict[Node, Tensor]:
     """``backward(inputs=...)``: the node each input's gradient flows into -> that input, whose ``.grad`` it fills
     (once, if the input is listed twice)."""
     inputs, positions = _by_node("backward", inputs.values() if type(inputs) is dict else inputs)
@@ -204,21 +201,11 @@ def _wanted(inputs: Any) -> dict[Node, Tensor]:
 
 
 def run_backward(
-    root: Tensor, gradient: Any, retain_graph: bool | None, create_graph: bool, inputs: Any = None
-) -> None:
-    """``root.backward(gradient)``: add the weighted derivatives to each leaf's ``.grad`` (``Tensor.backward``),
-    or only to the ``inputs``' if given (torch's ``backward(inputs=...)``)."""
-    # (gradient_edge() is None only where the root needs no grad, which _root_gradient refuses)
-    grad_root = _graph_root(root, gradient) if create_graph else _root_gradient(root, gradient)
-    accumulate({root.gradient_edge(): grad_root}, retain_graph, create_graph, None if inputs is None else  # type: ignore[dict-item]
-               _wanted(inputs))
-
-
-def accumulate(
     roots: dict[Node, Any], retain_graph: bool | None, create_graph: bool, wanted: dict[Node, Tensor] | None
 ) -> None:
-    """Add the gradients reaching each leaf (and ``retain_grad()`` tensor) to its ``.grad``; with ``wanted``,
-    reaching each of its tensors instead.
+    """Add the gradients reaching each leaf (and ``retain_grad()`` tensor) to its ``.grad``; with ``wanted``
+    (``backward(inputs=...)``), those reaching each of its tensors instead. ``roots``: each output's node and
+    the gradient the pass starts from there.
 
     With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.

@@ -268,7 +268,9 @@ class Tensor(TensorAPI, TensorMath):
         With ``inputs`` (a tensor or a sequence, as torch's), into those tensors' ``.grad`` only, leaves or not.
         With ``create_graph=True`` each ``.grad`` is a Tensor that can be differentiated again.
         """
-        engine.run_backward(self, gradient, retain_graph, create_graph, inputs)
+        # the pass starts at this tensor's node, from its gradient (root_gradient refuses a tensor without a node)
+        roots: dict[Node, Any] = {self.gradient_edge(): engine.root_gradient(self, gradient, create_graph)}  # type: ignore[dict-item]
+        engine.run_backward(roots, retain_graph, create_graph, None if inputs is None else engine.wanted_inputs(inputs))
 
     # -- array facts -----------------------------------------------------------
 
