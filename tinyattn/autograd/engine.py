@@ -105,7 +105,7 @@ def propagate(
             node.release()
 
 
-def root_gradient(root: Tensor, gradient: Any, create_graph: bool = False) -> Any:
+def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
     """The gradient a backward pass starts from at ``root``: ``gradient`` (None for a one-element ``root``: ones),
     checked and in ``root``'s dtype. An array; with ``create_graph``, a Tensor: ``gradient`` itself if it requires
     grad (the gradients are then functions of it too, as in torch)."""
