@@ -1,5 +1,6 @@
 """The engine at its edges: a backward that returns None for an input that needs a gradient, or a Python
-number; root gradients as numbers, lists or another dtype; one-element output sequences, as torch takes."""
+number; root gradients as numbers, lists or another dtype; output sequences, as torch takes them, and the
+ones torch refuses (these run without torch; the cross-checks are in test_several_outputs_torch.py)."""
 
 import numpy as np
 import pytest
@@ -75,3 +76,42 @@ def test_grad_takes_one_element_sequences_as_torch():
     np.testing.assert_array_equal(dx, 2 * x.array * g)
     (dx2,) = grad((y,), x, (g,))
     np.testing.assert_array_equal(dx2, dx)
+
+
+def test_several_outputs_are_refused_as_torch_refuses_them():
+    x = ta.tensor([1.0, 2.0], dtype=ta.float64, requires_grad=True)
+    a, b = x * 2, (x * x).sum()
+    with pytest.raises(RuntimeError, match=r"^backward: element 1 of tensors does not require grad"):
+        ta.autograd.backward([a, b.detach()], [ta.ones(2, dtype=ta.float64), None])
+    with pytest.raises(RuntimeError, match=r"^grad: got 2 tensors and 1 gradients$"):
+        ta.autograd.grad([a, b], x, [ta.ones(2)])
+    with pytest.raises(RuntimeError, match=r"^backward: got 2 tensors and 1 gradients$"):
+        ta.autograd.backward([a, a * 3], ta.ones(2, dtype=ta.float64))  # (one tensor: the first output's, as torch)
+    with pytest.raises(TypeError, match=r"^grad: inputs must be Tensors, got float at position 1$"):
+        ta.autograd.grad(b, [x, 3.0])
+    with pytest.raises(RuntimeError, match="implicitly created only for one-element outputs"):
+        ta.autograd.backward([a, b])  # (a has two elements: its gradient cannot be None)
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `backward\(\)` cannot be empty\.$"):
+        b.backward(inputs=[])
+    with pytest.raises(RuntimeError, match=r"^backward: input 0 \(shape \(2,\)\) does not require grad$"):
+        b.backward(inputs=[x.detach()])
+    with pytest.raises(TypeError, match=r"^grad: outputs must be Tensors, got float at position 1$"):
+        ta.autograd.grad([b, 3.0], x)
+    with pytest.raises(TypeError, match=r"^backward: the outputs' gradients must be a Tensor, None or a sequence, "
+                                        r"got int$"):
+        ta.autograd.backward([a, b], 3)
+    ta.autograd.backward([])  # no outputs: nothing to do, as torch
+    with pytest.raises(RuntimeError, match="was not used in the graph"):
+        ta.autograd.grad([], x)
+    assert x.grad is None
+
+
+def test_grad_variables_is_torchs_old_name_for_grad_tensors():
+    x = ta.tensor([1.0, -2.0], dtype=ta.float64, requires_grad=True)
+    with pytest.warns(FutureWarning, match="`grad_variables` is deprecated") as caught:
+        ta.autograd.backward(x * 3, grad_variables=ta.tensor([0.5, 2.0], dtype=ta.float64))
+    # the caller's line (under mutation testing, mutmut's trampoline sits between the caller and backward)
+    assert caught[0].filename == __file__ or caught[0].filename.endswith("trampoline.py")
+    np.testing.assert_array_equal(x.grad, [1.5, 6.0])
+    with pytest.raises(RuntimeError, match="both passed"):
+        ta.autograd.backward(x * 3, ta.ones(2), grad_variables=ta.ones(2))
