@@ -82,14 +82,13 @@ def _vector(v: Any, like: tuple[Tensor, ...], like_is_tuple: bool, fn: str, of: 
 def _grads(outputs: tuple[Tensor | None, ...], inputs: tuple[Tensor, ...], weights: tuple[Tensor, ...],
            create_graph: bool) -> tuple[Tensor | None, ...]:
     """``Σ_i weights_i ⋅ d outputs_i / d inputs``, one per input, None where no output depends on it (outputs that
-    are None or need no grad are left out, as torch's helper does)."""
-    terms = [(out * w).sum() for out, w in zip(outputs, weights) if out is not None and out.requires_grad]
-    if not terms:
+    are None or need no grad are left out, as torch's helper does): one ``grad`` of the outputs kept, each weighted
+    by its own ``grad_outputs``."""
+    kept = [(out, w) for out, w in zip(outputs, weights) if out is not None and out.requires_grad]
+    if not kept:
         return (None,) * len(inputs)
-    total = terms[0]
-    for term in terms[1:]:
-        total = total + term
-    return grad(total, inputs, create_graph=create_graph, retain_graph=True, allow_unused=True)
+    return grad([out for out, _ in kept], inputs, [w for _, w in kept], create_graph=create_graph, retain_graph=True,
+                allow_unused=True)
 
 
 # what strict mode says when a result is None (no dependence), or, with create_graph, has no graph: per stage
