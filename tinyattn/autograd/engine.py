@@ -134,8 +134,10 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
         outputs, gradients = (outputs,), (gradients,)
     elif not isinstance(outputs, (tuple, list)):
         raise TypeError(f"{op}: outputs must be a Tensor or a sequence of Tensors, got {type(outputs).__name__}")
-    elif gradients is None or isinstance(gradients, (Tensor, np.ndarray)):
-        gradients = (gradients,) * len(outputs) if gradients is None else (gradients,)
+    elif gradients is None:
+        gradients = (None,) * len(outputs)
+    elif isinstance(gradients, (Tensor, np.ndarray)):  # (one gradient: the first output's, as torch reads it)
+        gradients = (gradients,)
     elif not isinstance(gradients, (tuple, list)):
         raise TypeError(f"{op}: the outputs' gradients must be a Tensor, None or a sequence, got "
                         f"{type(gradients).__name__}")
