@@ -151,6 +151,7 @@ def _args(lib, name, func_kind="good", dtype=np.float64, v_kind="good"):
         "good": lambda x, y: (x.sin() * y).sum() * (x * y).cos().sum() if one else (x.sin() * y, (x * y).exp().sum(0)),
         "independent": lambda x, y: (x.sin() * x).sum() if one else x.sin(),  # (nothing depends on y)
         "linear": lambda x, y: (x * 2).sum() + y.sum() if one else x * 2 + y,  # (a Jacobian with no graph)
+        "quadratic": lambda x, y: (x * x).sum() + (y * y).sum() if one else x * x + y * y,  # (a Hessian with none)
         "constant": lambda x, y: lib.ones((), dtype=x.dtype) if one else lib.ones(2, 3, dtype=x.dtype),
         "int": lambda x, y: 3,
         "one_tuple": lambda x, y: ((x.sin() * y).sum(),),
@@ -158,14 +159,16 @@ def _args(lib, name, func_kind="good", dtype=np.float64, v_kind="good"):
     }
     func = funcs[func_kind]
     rng = np.random.default_rng(11)
-    if name == "vjp":  # v shaped as the outputs
+    if name == "vjp" and func_kind == "int":  # (no outputs to shape v after: vjp refuses the int first)
+        vs = None
+    elif name == "vjp":  # v shaped as the outputs
         outs = func(a, b)
         shapes = [o.shape for o in outs] if isinstance(outs, tuple) else [outs.shape]
         vs = tuple(lib.tensor(rng.standard_normal(tuple(s)).astype(dtype)) for s in shapes) \
             if isinstance(outs, tuple) else lib.tensor(rng.standard_normal(tuple(shapes[0])).astype(dtype))
     else:  # shaped as the inputs
         vs = (lib.tensor(VA.astype(dtype)), lib.tensor(VB[0].astype(dtype)))
-    vs = {"good": vs, "list": [lib.tensor(VA)], "too_many": (lib.tensor(VA),) * 3,
+    vs = {"good": vs, "none": None, "list": [lib.tensor(VA)], "too_many": (lib.tensor(VA),) * 3,
           "wrong_size": (lib.tensor(VB[0]), lib.tensor(VB[0])) if name != "vjp" else lib.tensor(VB[0])}[v_kind]
     return func, (a, b), vs
 
@@ -182,8 +185,9 @@ REFUSALS = [
     dict(func_kind="independent", strict=True), dict(func_kind="constant", strict=True),
     dict(func_kind="linear", strict=True), dict(func_kind="linear", strict=True, create_graph=True),
     dict(func_kind="independent", strict=True, create_graph=True),
+    dict(func_kind="quadratic", strict=True), dict(func_kind="quadratic", strict=True, create_graph=True),
 ]
-V_REFUSALS = [dict(v_kind="list"), dict(v_kind="too_many"), dict(v_kind="wrong_size")]
+V_REFUSALS = [dict(v_kind="list"), dict(v_kind="too_many"), dict(v_kind="wrong_size"), dict(v_kind="none")]
 ONE_ELEMENT_REFUSALS = [dict(func_kind="one_tuple"), dict(func_kind="two_elements")]
 
 
@@ -199,7 +203,8 @@ def _outcome(lib, name, case):
 CASES = [(name, case) for name in NAMES for case in REFUSALS] + \
     [(name, case) for name in TAKES_V for case in V_REFUSALS] + \
     [(name, case) for name in ONE_ELEMENT for case in ONE_ELEMENT_REFUSALS] + \
-    [("jacobian", dict(vectorize=True, strict=True))]
+    [("jacobian", dict(vectorize=True, strict=True)), ("hessian", dict(vectorize=True, strict=True)),
+     ("hessian", dict(vectorize=True, outer_jacobian_strategy="forward-mode"))]
 
 
 @pytest.mark.parametrize("name, case", CASES, ids=[f"{n}-{c}" for n, c in CASES])
@@ -208,6 +213,21 @@ def test_each_refusal_is_torchs_in_type_and_message(name, case):
     argument, which function, which input or output index, which strict-mode stage."""
     ours, theirs = _outcome(ta, name, case), _outcome(torch, name, case)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("name", TAKES_V)
+def test_a_wrong_v_for_one_input_is_refused_in_torchs_words(name):
+    """One Tensor in (no tuple): the message names no entry, as torch's."""
+    def outcome(lib):
+        x = lib.tensor(A)
+        try:
+            getattr(lib.autograd.functional, name)(lambda t: t.sin().sum() if name in ONE_ELEMENT else t.sin(), x,
+                                                   lib.tensor(B[0]))
+        except RuntimeError as e:
+            return str(e)
+        return None
+    ours = outcome(ta)
+    assert ours is not None and ours == outcome(torch)
 
 
 def _flat(result):

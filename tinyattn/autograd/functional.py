@@ -66,7 +66,7 @@ def _vector(v: Any, like: tuple[Tensor, ...], like_is_tuple: bool, fn: str, of: 
     """``v`` checked against ``like`` (the outputs for vᵀJ, the inputs for J v); None only for one element."""
     if v is None:
         if len(like) != 1 or like[0].numel() != 1:
-            raise RuntimeError(f"The vector v can only be None if the {of} is a single Tensor with a single element.")
+            raise RuntimeError(f"The vector v can only be None if the {of} a single Tensor with a single element.")
         return (Tensor._make(np.ones(like[0].shape, like[0].dtype)),)
     _, vs = _as_tuple(v, "v", fn)
     if len(vs) != len(like):
@@ -175,7 +175,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
     with enable_grad():
         inputs = _prepared(inputs, create_graph)
-        vs = _vector(v, inputs, is_tuple, "jvp", "input to the user-provided function")
+        vs = _vector(v, inputs, is_tuple, "jvp", "input to the user-provided function is")
         out_tuple, outputs = _outputs(func, inputs, "jvp", strict)
         jv = _jvp_of(outputs, inputs, vs, create_graph, strict)
         result = _zeros_for_none(jv, outputs, strict, create_graph, "back_trick")
@@ -257,7 +257,7 @@ def _gradient_at(func: Callable[..., Any], inputs: tuple[Tensor, ...], is_tuple:
                  strict: bool) -> tuple[Tensor, tuple[Tensor, ...], tuple[Tensor | None, ...]]:
     """What ``vhp`` and ``hvp`` start from (in grad mode): ``v`` checked, ``func``'s one element, and its gradient
     with a graph of its own (None for an input it does not depend on)."""
-    vs = _vector(v, inputs, is_tuple, fn, "input to the user-provided function")
+    vs = _vector(v, inputs, is_tuple, fn, "input to the user-provided function is")
     out = _one_element(func(*inputs), fn, strict)
     jac = _grads((out,), inputs, (Tensor._make(np.ones((), out.dtype)),), True)
     _check_depends(jac, "jacobian", strict)
