@@ -30,6 +30,13 @@ def _gather(lib, x):
     return (x * x).gather(1, lib.tensor([[0, 0], [1, 3], [3, 2]]))
 
 
+def _in_place(lib, x):
+    y = x * 1.5
+    y.mul_(x)  # (Mul saved y's old value, its own input, and x: the second derivative computes on both)
+    y.div_(x * x + 1)  # (and Div, y's value after mul_)
+    return y * x
+
+
 def _copy(lib, x):
     y = lib.zeros(3, 4, dtype=lib.float64)
     y.copy_(x * x)
@@ -61,6 +68,7 @@ CASES = [
     ("cat_stack", lambda lib, x: lib.cat([x, x * x], 1).sum(1) * lib.stack([x.exp(), x], 0).sum((0, 2))),
     ("setitem", _setitem),
     ("copy", _copy),
+    ("in_place_on_its_own_input", _in_place),
     ("sum_mean", lambda lib, x: (x * x).sum(0) * x.mean(1, keepdim=True)),
     ("amax_max", lambda lib, x: (x * x).amax(1) + (x * x * x).max(0).values.sum()),
     ("var_std", lambda lib, x: x.var(1) + x.std(0).sum()),
