@@ -326,6 +326,30 @@ def test_a_view_and_its_base_share_one_version_counter_as_torch():
             z.backward()
 
 
+def test_each_in_place_change_moves_the_version_counter_by_one_as_torch():
+    """torch's ``_version``: one step per in-place change, on the counter a view shares with its base, whether the
+    change goes through a view inside the graph (the base's history rewritten), through the base, or under no_grad."""
+    seen = []
+    for lib in (ta, torch):
+        x = lib.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+        base = x * 1.0
+        row = base[1]
+        versions = [(base._version, row._version)]
+        row.mul_(2)  # (a view, inside the graph)
+        versions.append((base._version, row._version))
+        base.sub_(1)  # (the base)
+        versions.append((base._version, row._version))
+        col = base[:, 2]
+        col.add_(x[0, :3])  # (a view taken after the base's change)
+        col.mul_(3)
+        versions.append((base._version, row._version, col._version))
+        with lib.no_grad():
+            row.zero_()
+        versions.append((base._version, row._version, col._version))
+        seen.append(versions)
+    assert seen[0] == seen[1]
+
+
 def test_the_classic_slip_is_caught_in_multihead_attention():
     mha = ta.nn.MultiheadAttention(8, 2, batch_first=True)
     opt = ta.optim.SGD(mha.parameters(), lr=0.1)
