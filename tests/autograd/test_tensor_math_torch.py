@@ -191,6 +191,8 @@ def test_legacy_types_check_the_dtype_as_torch():
             other = torch.tensor(values, dtype=getattr(torch, dtype))
             assert isinstance(mine, ours) == isinstance(other, theirs), (name, dtype)
     assert ta.FloatTensor.dtype == ta.float32 and ta.ones(2).type() == torch.ones(2).type()
+    for lib in (ta, torch):  # (a legacy type given to type() casts to its dtype)
+        assert lib.ones(2).type(lib.DoubleTensor).dtype == lib.float64
     assert ta.LongTensor in legacy.LEGACY_TYPES
 
 
