@@ -167,11 +167,13 @@ class TensorAPI:
         found = np.nonzero(self.array if self.ndim else self.array.reshape(1))
         if as_tuple:
             return tuple(_from_array(i.astype(np.int64)) for i in found)
-        return _from_array(np.stack(found, axis=1).astype(np.int64).reshape(-1, self.ndim))
+        return _from_array(np.stack(found, axis=1)[:, :self.ndim].astype(np.int64))  # (a 0-d tensor: (count, 0))
 
     def bincount(self: Tensor, weights: Any = None, minlength: builtins.int = 0) -> Tensor:
         """How often each value ``0..max`` occurs (or the sum of ``weights`` at it); a 1-d tensor."""
-        if self.ndim != 1 or self.dtype.kind not in "iu" or (self.array.size and self.array.min() < 0):
+        if self.dtype.kind not in "iu":  # (torch's kernel exists for integers only: "torch.FloatTensor" -> 'Float')
+            raise NotImplementedError(f'"bincount_cpu" not implemented for \'{_TYPE_NAMES[self.dtype][6:-6]}\'')
+        if self.ndim != 1 or (self.array.size and self.array.min() < 0):
             raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
         w = None if weights is None else np.asarray(_array(weights))
         if w is not None and w.shape != self.shape:
