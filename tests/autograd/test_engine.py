@@ -92,6 +92,8 @@ def test_saved_arrays_released_after_backward():
     assert node.ctx.saved_tensors
     y.sum().backward()
     assert node.released and node.ctx is None
+    assert node.input_meta == () and node.saved_versions == ()  # (what only its backward read, freed with it)
+    assert node.next_functions == ((x.gradient_edge(), 0), (x.gradient_edge(), 0))  # (the edges stay, as torch's)
 
 
 def buggy_op(name, backward):

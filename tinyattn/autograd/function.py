@@ -256,9 +256,10 @@ class Node:
                             f"and dtype {meta[1]}")
 
     def release(self) -> None:
-        """Free what forward saved and the inputs it kept; the edges stay (as torch's: ``next_functions``)."""
+        """Free what forward saved, the inputs it kept and their (shape, dtype): what only backward reads. The edges
+        stay (as torch's ``next_functions``)."""
         self.ctx, self.released = None, True
-        self.saved_versions = self.inputs = ()
+        self.saved_versions = self.inputs = self.input_meta = ()
 
     def output_changed(self, array: np.ndarray) -> None:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""
