@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import functools
 import weakref
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
+
+NO_OPTIONS: Any = MappingProxyType({})  # (the options of an op called without keywords)
 
 
 class Context:
@@ -45,6 +48,7 @@ class Context:
     """
 
     saved_tensors: tuple[Any, ...] = ()  # (until save_for_backward sets this context's own)
+    kwargs: Any = NO_OPTIONS  # the op's keyword options (Function.apply sets them)
     needs_input_grad: Sequence[bool] = ()  # (Function.apply sets each context's own)
 
     def save_for_backward(self, *arrays: Any) -> None:
@@ -144,7 +148,7 @@ class Function:
             arrays.append(a.array if tensor else a)
             needs.append(a._requires_grad if tensor else False)
         ctx = Context()
-        ctx.needs_input_grad, ctx.kwargs = needs, kwargs
+        ctx.needs_input_grad, ctx.kwargs = needs, kwargs or NO_OPTIONS  # (none: one shared empty map)
         out = cls.forward(ctx, *arrays, **kwargs)
         # the result: Tensor._make written out, as every op's result passes here (a call costs 2% at the chapter's
         # size: benchmarks/count_instructions.py)
