@@ -260,8 +260,10 @@ class Node:
                             f"and dtype {meta[1]}")
 
     def release(self) -> None:
-        """Free what forward saved, the inputs it kept and their (shape, dtype): what only backward reads. The edges
-        stay (as torch's ``next_functions``)."""
+        """Free what only backward reads: what forward saved, the inputs it kept and their (shape, dtype).
+
+        The edges stay, as torch's ``next_functions`` do.
+        """
         self.ctx, self.released = None, True
         self.saved_versions = self.inputs = self.input_meta = ()
 
