@@ -148,7 +148,7 @@ class Function:
             arrays.append(a.array if tensor else a)
             needs.append(a._requires_grad if tensor else False)
         ctx = Context()
-        ctx.needs_input_grad, ctx.kwargs = needs, kwargs or NO_OPTIONS  # (none: one shared empty map)
+        ctx.needs_input_grad, ctx.kwargs = tuple(needs), kwargs or NO_OPTIONS  # (none: one shared empty map)
         out = cls.forward(ctx, *arrays, **kwargs)
         # the result: Tensor._make written out, as every op's result passes here (a call costs 2% at the chapter's
         # size: benchmarks/count_instructions.py)
@@ -211,8 +211,9 @@ class Node:
         for x, need in zip(inputs, ctx.needs_input_grad):
             edges.append((x._grad_fn or x._leaf_node or x.gradient_edge()) if need else None)  # (a leaf's: made once)
             meta.append((x.array.shape, x.array.dtype) if need else None)
-        # (lists: a node never changes them; the inputs kept by a fused op only, for its composed twin: higher_order)
-        self.edges, self.input_meta, self.inputs = edges, meta, inputs if fn.composed is not None else ()
+        # (kept as tuples, one block each: the lists go at once, and the next op's objects reuse their memory, still
+        # in the cache; the inputs kept by a fused op only, for its composed twin: higher_order)
+        self.edges, self.input_meta, self.inputs = tuple(edges), tuple(meta), inputs if fn.composed is not None else ()
         # (input tensor, its version) for each input whose very array forward saved: changed in place since, the
         # saved array no longer holds the forward's value, and backward must refuse (torch's version counter)
         self.saved_versions = saved_versions(ctx.saved_tensors, inputs) if ctx.saved_tensors else ()
@@ -270,7 +271,7 @@ class Node:
     def output_changed(self, array: np.ndarray) -> None:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""
         if self.ctx is not None and any(s is array for s in self.ctx.saved_tensors):
-            self.saved_versions = [*self.saved_versions, (OverwrittenOutput(array.shape, self.name), 0)]
+            self.saved_versions = (*self.saved_versions, (OverwrittenOutput(array.shape, self.name), 0))
 
 
 class OverwrittenOutput:
@@ -283,7 +284,7 @@ class OverwrittenOutput:
         self.shape, self.op = shape, op
 
 
-def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> list[tuple[Any, int]]:
+def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """``(tensor, version)`` for each input whose very array forward saved: torch's saved-variable check (and,
     for a backward recorded as ops, the inputs it computes on, history and all)."""
     versions = []
@@ -293,7 +294,7 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> list[tupl
                 if s is x.array:
                     versions.append((x, (x if x._base is None else x._base)._changes))  # (its _version)
                     break
-    return versions
+    return tuple(versions)
 
 
 def modified_error(node: Node, tensor: Any, version: int) -> RuntimeError:
