@@ -135,7 +135,7 @@ def test_needs_input_grad_is_one_bool_per_input_as_in_torch():
         on_arrays = True  # an op as tinyattn's own: forward and backward on arrays
         @staticmethod
         def forward(ctx, x, factor, y):
-            seen.append(list(ctx.needs_input_grad))
+            seen.append(ctx.needs_input_grad)  # (as it is: torch's is a tuple, so == (True, False) holds)
             return x * factor + y
 
         @staticmethod
@@ -145,7 +145,7 @@ def test_needs_input_grad_is_one_bool_per_input_as_in_torch():
     x, y = ta.ones(2, requires_grad=True), ta.ones(2)
     Scale.apply(x, 3.0, y)  # a tensor that wants a gradient, a Python number, a tensor that does not
     Scale.apply(y, np.float32(2.0), x)
-    assert seen == [[True, False, False], [False, False, True]]
+    assert seen == [(True, False, False), (False, False, True)]
     assert all(type(need) is bool for needs in seen for need in needs)
 
 
