@@ -12,8 +12,10 @@ an instruction inside a NumPy call and one inside the interpreter take different
 two counts is near, not equal to, the ratio of their times. Nor does it see memory: keeping a node's
 edges as the lists it built saved 0.4% of the instructions, and made a single call after a pause about
 1% slower (``compare_commits.py --layouts``), because each kept list held memory the next op would have
-reused while still in the cache. Time a change that keeps objects alive, not only count it. Each count is the difference between a run
-of ``--calls`` calls and a run of none (both after the same warm-up), divided by ``--calls``.
+reused while still in the cache. Time a change that keeps objects alive, not only count it.
+
+Each count is the difference between a run of ``--calls`` calls and a run of none (both after the same
+warm-up), divided by ``--calls``.
 Needs valgrind (Debian's package).
 """
 
