@@ -30,8 +30,8 @@ the whole comparison in N fresh processes, each importing the two versions in a 
 a random amount of memory taken first, and prints the geometric mean of new/old over them with its
 standard error: the placement averages out, and the error says how far the mean can be trusted over
 placements. With no difference to find (this checkout against itself, ``compare_commits.py .`` with
-``--repeat 1 --pause 0.003 --rounds 150 --layouts 40``) it gave 0.999 (±0.004) for both paths: the harness
-itself favours neither side. It does not cover the machine's drift from one run to the next: the same
+``--repeat 1 --pause 0.003 --rounds 150 --layouts 40``) it gave 0.999 for both paths (±0.004 composed, ±0.005
+fused): the harness itself favours neither side. It does not cover the machine's drift from one run to the next: the same
 40 layouts, run again on the same code half an hour apart, gave 1.012 (±0.005) and 1.025 (±0.003). Run twice
 before reading a difference under 1.5%.
 
