@@ -31,9 +31,9 @@ of memory taken first, and prints the geometric mean of new/old over them with i
 placement averages out, and the error says how far the mean can be trusted over placements. With no
 difference to find (this checkout against itself, ``compare_commits.py .`` with
 ``--repeat 1 --pause 0.003 --rounds 150 --layouts 40``) it gave 0.999 for both paths (±0.004 composed,
-±0.005 fused): the harness itself favours neither side. It does not cover the machine's drift from one run to the next: the
-same 40 layouts, run again on the same code half an hour apart, gave 1.012 (±0.005) and 1.025 (±0.003).
-Run twice before reading a difference under 1.5%.
+±0.005 fused): the harness itself favours neither side. It does not cover the machine's drift from one
+run to the next: the same 40 layouts, run again on the same code half an hour apart, gave 1.012 (±0.005)
+and 1.025 (±0.003). Run twice before reading a difference under 1.5%.
 
 ``--phases`` also times each call's three parts apart, medians per call: zero_grad and the forward pass;
 the backward pass; and the release, the graph freed as the output is dropped (after a backward without
