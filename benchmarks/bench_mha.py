@@ -18,7 +18,7 @@ several times its back-to-back time, so the ratios of the two regimes differ.
 two paths to the same rounds, on the same weights and inputs, and prints each path's time new/old.
 In one process that ratio also carries where each version's objects happen to lie in memory
 (this checkout is always imported first): for a lone call at the chapter's size, two copies
-of the same code read 0.97 to 1.02 of each other. ``compare_commits.py --layouts N`` averages that
+of the same code read 0.97 to 1.03 of each other. ``compare_commits.py --layouts N`` averages that
 placement out over N processes.
 Peak traced memory (tracemalloc; NumPy reports its buffers to it, torch does not)
 is measured in a separate pass. ``--plot`` draws time and memory against n.
