@@ -164,8 +164,12 @@ class Module:
             yield p
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch."""
-        forget_grads(self.parameters(), set_to_none)
+        """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch.
+
+        It walks each module's own parameters: one that two modules share is forgotten twice, to the same effect, so
+        the walk needs neither the names nor the record of what it has seen that ``parameters()`` keeps.
+        """
+        forget_grads([p for m in self.modules() for p in m._parameters.values() if p is not None], set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Switch gradients on or off for every parameter (freezing layers); returns the module."""
