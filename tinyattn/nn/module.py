@@ -169,7 +169,8 @@ class Module:
         It walks each module's own parameters: one that two modules share is forgotten twice, to the same effect, so
         the walk needs neither the names nor the record of what it has seen that ``parameters()`` keeps.
         """
-        forget_grads([p for m in self.modules() for p in m._parameters.values() if p is not None], set_to_none)
+        for module in self.modules():
+            forget_grads([p for p in module._parameters.values() if p is not None], set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Switch gradients on or off for every parameter (freezing layers); returns the module."""
