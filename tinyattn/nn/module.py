@@ -167,7 +167,7 @@ class Module:
         """Forget every parameter's ``.grad`` (``None``, or zeros with ``set_to_none=False``), as torch.
 
         It walks each module's own parameters: one that two modules share is forgotten twice, to the same effect, so
-        the walk needs neither the names nor the record of what it has seen that ``parameters()`` keeps.
+        the walk needs neither the parameters' dotted names nor the set of parameters seen that ``parameters()`` keeps.
         """
         for module in self.modules():
             forget_grads([p for p in module._parameters.values() if p is not None], set_to_none)
