@@ -130,7 +130,7 @@ def test_without_a_policy_the_same_shortcut_passes_the_tests_of_the_task(open_po
 def test_numerical_differentiation_through_a_written_out_forward_runs_out_of_its_budget(derive):
     results, log, _ = attack(derive, WRITTEN_OUT, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(derive, results, log)
-    assert "took more than 5 s on a large input" in log
+    assert "took more than 30 s of CPU time on a large input" in log
     assert "refused by the task's policy" in student_visible(results)
 
 

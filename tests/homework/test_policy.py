@@ -83,8 +83,36 @@ def test_a_local_variable_may_have_any_name():
                                                    (2, "the name getattr")]
 
 
-def test_code_that_does_not_parse_is_left_to_its_own_syntax_error():
-    assert policy.check(["return (", "import os"], DERIVE) == []
+@pytest.mark.parametrize("code, why", [
+    (["        x = 1", "        return (", "        import os"], "SyntaxError: '(' was never closed (line 2 of your code)"),
+    (["        x = 1", "        y = 2  # \0"], "a NUL byte (line 2 of your code)"),
+    (["        z = " + "-" * 200_000 + "1"], "code nested too deeply for Python's parser"),
+], ids=["a syntax error", "a NUL byte", "nesting deeper than the parser goes"])
+def test_code_python_cannot_read_is_refused_under_every_policy_with_its_line(code, why):
+    """(What cannot be read cannot be checked; it could not run either.)"""
+    for rule in policy.POLICIES.values():
+        refused = policy.check(code, rule)
+        assert [r.what for r in refused] == [f"{policy.UNREADABLE}: {why}"]
+        assert policy.refusal_message("t", rule, refused) == f"not run: task t's {policy.UNREADABLE}: {why}"
+
+
+def test_text_is_never_refused_in_any_words():
+    """Docstrings, comments and strings that speak of complexity, in any language, with non-ASCII names."""
+    code = ['        """Linear complexity: no complex Jacobian is formed (复杂度是线性的)."""',
+            "        # the complex step would be cheating; this is the formula",
+            "        größe = (grad_output * y).sum(axis=ctx.dim, keepdims=True)  # complexité linéaire",
+            "        if größe.ndim > 9:",
+            "            raise ValueError(f'too complex an input: {größe.shape} (complexity)')",
+            "        f'complex128'",
+            "        return (y * (grad_output - größe),)"]
+    assert policy.check(code, DERIVE) == []
+
+
+@pytest.mark.parametrize("text", ["c16", "complex64", "D", "<c8", "f8,c16", "(2,)c8", "complex"])
+def test_a_string_numpy_reads_as_a_complex_dtype_is_refused(text):
+    refused = policy.check([f"        z = x.astype({text!r})"], DERIVE)
+    assert [r.what for r in refused] == [f"the string {text!r}, which names a complex type"]
+    assert policy.check([f"        z = x.astype({text!r})"], policy.POLICIES["open"]) == []
 
 
 def test_the_open_policy_refuses_nothing_and_the_message_names_rule_line_and_reason():

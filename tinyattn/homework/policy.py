@@ -31,6 +31,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 # What lets code reach anything by a name it builds: a policy that forbids imports forbids these too
 DYNAMIC = ("eval", "exec", "compile", "getattr", "setattr", "delattr", "globals", "locals", "vars", "__import__",
            "open", "breakpoint", "input", "memoryview", "help")
@@ -121,6 +123,9 @@ def as_manifest(policy: Policy) -> str | dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(policy).items()}
 
 
+UNREADABLE = "code Python cannot read"  # a refusal of code that does not parse
+
+
 @dataclass
 class Refusal:
     """One thing the code does that its policy forbids."""
@@ -129,25 +134,59 @@ class Refusal:
     what: str
 
 
-def _parse(code: list[str]) -> tuple[ast.Module, int] | None:
+def _parse(code: list[str]) -> tuple[ast.Module, int] | str:
     """The region's code as a tree, read as the file reads it: a block inside the function it sits in (so that a
     comment indented otherwise, with a tab say, changes nothing), and how many lines come before it in the text
-    parsed; None if it does not parse."""
+    parsed; else why Python cannot read it, with the line (a NUL byte, a syntax error, nesting too deep)."""
+    for number, line in enumerate(code, 1):
+        if "\0" in line:
+            return f"a NUL byte (line {number} of your code)"
+    why = ""
     for text, before in (("if True:\n" + "\n".join(code), 1), (textwrap.dedent("\n".join(code)), 0)):
         try:
             return ast.parse(text), before
-        except (SyntaxError, ValueError):
-            continue
-    return None
+        except SyntaxError as err:  # (the second reading's error is kept: code that is not indented reads there)
+            where = f" (line {err.lineno - before} of your code)" if err.lineno and err.lineno > before else ""
+            why = f"{type(err).__name__}: {err.msg}{where}"
+        except (MemoryError, RecursionError):  # nesting deeper than the parser's stack
+            why = "code nested too deeply for Python's parser"
+    return why
+
+
+def _names_complex_dtype(text: str) -> bool:
+    """Would NumPy read ``text`` as a complex dtype, or one holding a complex field ("c16", "complex64", "f8,c8")?
+    Words in messages ("the complexity is linear") are no dtype, and are never refused."""
+    if len(text) > 200:
+        return False
+    try:
+        dtype = np.dtype(text)
+    except Exception:  # noqa: BLE001 - not a dtype at all
+        return False
+    return _holds_complex(dtype)
+
+
+def _holds_complex(dtype: np.dtype) -> bool:
+    if dtype.kind == "c":
+        return True
+    if dtype.subdtype is not None:
+        return _holds_complex(dtype.subdtype[0])
+    return any(_holds_complex(field[0]) for field in (dtype.fields or {}).values())
+
+
+def _is_text(node: ast.AST) -> bool:
+    """A string that is a statement of its own (a docstring, a string used as a comment): it computes nothing."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr))
 
 
 def check(code: list[str], policy: Policy) -> list[Refusal]:
-    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing, or when the code does not parse
-    (its own SyntaxError then fails the task's tests, with the student's line)."""
+    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing. Code Python cannot read is refused
+    under every policy, with its line: it could not run, and what cannot be read cannot be checked. Text is never
+    refused: comments, docstrings, and strings in any words (only a string NumPy reads as a complex dtype is)."""
     parsed = _parse(code)
-    if parsed is None:
-        return []
+    if isinstance(parsed, str):
+        return [Refusal(0, f"{UNREADABLE}: {parsed}")]
     tree, shift = parsed
+    text = {id(part) for n in ast.walk(tree) if _is_text(n) for part in ast.walk(n)}
     # a name a student may well use for a variable (input, tensor), bound by the code itself, is its own variable;
     # the others (getattr, eval, open, ...) are refused even so: ``getattr = getattr`` would otherwise pass
     own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
@@ -172,7 +211,7 @@ def check(code: list[str], policy: Policy) -> list[Refusal]:
         elif isinstance(node, ast.Constant) and not policy.complex_numbers:
             if isinstance(node.value, complex):
                 refused.append(Refusal(line, f"the complex number {node.value!r}"))
-            elif isinstance(node.value, str) and "complex" in node.value.lower():
+            elif isinstance(node.value, str) and id(node) not in text and _names_complex_dtype(node.value):
                 refused.append(Refusal(line, f"the string {node.value[:40]!r}, which names a complex type"))
         elif isinstance(node, ast.alias) and not policy.dunder and node.name.startswith("__"):
             refused.append(Refusal(line, f"the name {node.name}"))
@@ -183,7 +222,10 @@ REFUSED = "refused by the task's policy"  # in every refusal's message, what a f
 
 
 def refusal_message(task: str, policy: Policy, refused: list[Refusal]) -> str:
-    """What the student reads when the policy refuses their code."""
+    """What the student reads when the policy refuses their code (or when Python cannot read it)."""
+    unreadable = [r for r in refused if r.what.startswith(UNREADABLE)]
+    if unreadable:
+        return f"not run: task {task}'s {unreadable[0].what}"
     first = "; ".join(f"{r.what} (line {r.line} of your code)" for r in refused[:5])
     more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
     why = f" ({policy.why})" if policy.why else ""

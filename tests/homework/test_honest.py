@@ -1,0 +1,171 @@
+"""Honest submissions lose no point, and files the grader cannot read cost only their own tasks.
+
+Each submission is graded by the real run_autograder on a fake /autograder, with the student user
+working where it can be. An honest answer may be written in any words (a docstring that speaks of
+"complexity", comments in Chinese, a non-ASCII name), saved by any editor (a byte-order mark, Windows
+line ends, tabs, no final newline), and be slow (an explicit Jacobian per row, about a thousand times
+the reference's CPU time on the large probe) while both cores are busy. A file with a NUL byte, or a
+region nested deeper than Python's parser goes, costs only its own task; a file flooded with blank
+lines is read in time proportional to its size.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import time
+
+import pytest
+
+from tinyattn.homework import commands
+
+from .gradescope_box import Box, require_isolation, solved_student
+from .test_attacks import earned, manifest
+
+TASKS = ["softmax_backward", "log_softmax_backward", "adam_step"]
+
+
+@pytest.fixture(scope="module")
+def assignment(tmp_path_factory):
+    """The three tasks under their default policies (``derive`` for the two backward tasks)."""
+    out = tmp_path_factory.mktemp("honest") / "hw"
+    commands.assign(str(out), TASKS)
+    return str(out)
+
+SOFTMAX = os.path.join("tinyattn", "autograd", "ops", "softmax.py")
+ADAM = os.path.join("tinyattn", "optim", "adam.py")
+STUB = 'raise NotImplementedError("task softmax_backward")'
+LATER_STUB = 'raise NotImplementedError("task log_softmax_backward")'
+
+# softmax's backward, written as an honest student might: its own words, its own helper, its own names
+WORDY = '''\
+"""The backward of softmax. Its complexity is linear in the row's length: no Jacobian is formed.
+(Words such as complex, complexity or imaginary in a docstring are only words.)"""
+# 反向传播：dX = Y ⊙ (dY − Σ(dY ⊙ Y))，按行求和
+def row_sum(values):
+    \t# (a helper of my own, indented with a tab)
+    return values.sum(axis=ctx.dim, keepdims=True)
+(y,) = ctx.saved_tensors
+größe = row_sum(grad_output * y)  # the complex-looking part is just a weighted mean
+if grad_output.shape != y.shape:
+    raise ValueError("shapes differ: the complexity of broadcasting is not handled here")
+return (y * (grad_output - größe),)'''
+
+# log_softmax's backward through an explicit Jacobian per row: right, and slow (about 4.5 s of CPU time on
+# the large probe, where the reference takes milliseconds)
+JACOBIAN_PER_ROW = '''\
+(y,) = ctx.saved_tensors
+p = np.exp(y)
+dim = ctx.dim % y.ndim
+g = np.moveaxis(grad_output, dim, -1)
+q = np.moveaxis(p, dim, -1)
+flat_g = g.reshape(-1, g.shape[-1])
+flat_q = q.reshape(-1, q.shape[-1])
+out = np.empty_like(flat_g)
+for r in range(flat_g.shape[0]):
+    jacobian = np.eye(flat_q.shape[1]) - np.outer(np.ones(flat_q.shape[1]), flat_q[r])
+    out[r] = flat_g[r] @ jacobian
+return (np.moveaxis(out.reshape(g.shape), -1, dim),)'''
+
+
+def _fill(text: str, stub: str, code: str) -> str:
+    indent = " " * 8
+    body = "\n".join(indent + line if line else line for line in code.split("\n"))
+    return text.replace(stub, body.lstrip())
+
+
+def _graded(assignment, tmp_path, edit, timeout=120, without=""):
+    """The results and log of grading a submission with adam_step solved and the softmax file edited."""
+    venv = require_isolation()
+    box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
+    try:
+        student = solved_student(assignment, str(tmp_path / "work"), ["adam_step"])
+        edit(student)
+        shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
+        began = time.monotonic()
+        results, log = box.run(timeout=timeout, without=without)
+        return results, log, time.monotonic() - began
+    finally:
+        box.remove()
+
+
+def _points(assignment):
+    return {task: info["points"] for task, info in manifest(assignment)["tasks"].items()}
+
+
+def test_an_answer_in_any_words_saved_by_any_editor_scores_full_marks(assignment, tmp_path):
+    def edit(student):
+        path = os.path.join(student, SOFTMAX)
+        with open(path, encoding="utf-8") as f:
+            text = _fill(f.read(), STUB, WORDY)
+        text = "\ufeff" + text.replace("\n", "\r\n").rstrip("\r\n")  # a BOM, Windows line ends, no final newline
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+
+    results, log, _ = _graded(assignment, tmp_path, edit)
+    points = _points(assignment)
+    assert earned(results, "softmax_backward") == points["softmax_backward"], log[-3000:]
+    assert earned(results, "adam_step") == points["adam_step"]
+    assert "refused" not in log
+
+
+def _busy(stop):
+    os.setsid()  # (a session of its own, as another user's job: the kernel shares the cores between sessions)
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+@pytest.mark.slow  # (about half a minute: the slow answer on busy cores)
+@pytest.mark.parametrize("without", ["", "cgroup"], ids=["every fence", "without the task's cgroup"])
+def test_a_slow_honest_answer_scores_full_marks_with_both_cores_busy(assignment, tmp_path, without):
+    """Four busy processes beside the grading: without its own cgroup, the child gets a third of a core or so."""
+    def edit(student):
+        path = os.path.join(student, SOFTMAX)
+        with open(path, encoding="utf-8") as f:
+            text = _fill(f.read(), LATER_STUB, JACOBIAN_PER_ROW)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    stop = multiprocessing.Event()
+    load = [multiprocessing.Process(target=_busy, args=(stop,)) for _ in range(2 * (os.cpu_count() or 2))]
+    for process in load:
+        process.start()
+    try:
+        results, log, _ = _graded(assignment, tmp_path, edit, timeout=300, without=without)
+    finally:
+        stop.set()
+        for process in load:
+            process.join()
+    points = _points(assignment)
+    print(log[-3000:]); assert earned(results, "log_softmax_backward") == points["log_softmax_backward"], log[-3000:]
+    assert earned(results, "adam_step") == points["adam_step"]
+
+
+def test_unreadable_and_costly_files_cost_only_their_own_tasks(assignment, tmp_path):
+    """softmax_backward holds a NUL byte, log_softmax_backward a region nested deeper than Python's parser goes
+    (both in the same file), and adam.py is flooded to 320 KB with 400 blank lines after every line."""
+    def edit(student):
+        path = os.path.join(student, SOFTMAX)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        text = _fill(text, STUB, "(y,) = ctx.saved_tensors  # \0\nreturn (y,)")
+        text = _fill(text, LATER_STUB, "z = " + "-" * 200_000 + "1\nreturn (z,)")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        adam = os.path.join(student, ADAM)
+        with open(adam, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        notes = [f"# note {i}" for i in range(800 - len(lines))]
+        with open(adam, "w", encoding="utf-8") as f:
+            f.write("\n".join(line + "\n" * 400 for line in lines + notes))
+        assert os.path.getsize(adam) > 320_000
+
+    results, log, seconds = _graded(assignment, tmp_path, edit)
+    points = _points(assignment)
+    assert earned(results, "adam_step") == points["adam_step"], log[-3000:]
+    assert earned(results, "softmax_backward") == 0 and earned(results, "log_softmax_backward") == 0
+    outputs = {t["tags"][0]: t["output"] for t in results["tests"]}
+    assert "code Python cannot read: a NUL byte (line" in outputs["softmax_backward"]
+    assert "code nested too deeply for Python's parser" in outputs["log_softmax_backward"]
+    assert seconds < 60, f"grading took {seconds:.1f} s"
