@@ -531,3 +531,79 @@ def test_second_derivative_through_an_output_a_function_of_yours_saved_matches_t
     np.testing.assert_allclose(g, tg, **TOL)
     np.testing.assert_allclose(h, th, **TOL)
     assert ta.autograd.gradgradcheck(op.apply, [ta.tensor(data, requires_grad=True)])
+
+
+def _square(x):
+    return x[:, :3] * 1.0  # (3, 3): one tensor, used as both operands below
+
+
+def _query(x):
+    return x.reshape(1, 3, 4) * 1.0
+
+
+def _mha(lib, x):
+    mha = lib.nn.MultiheadAttention(4, 2, batch_first=True, dtype=lib.float64)
+    rng = np.random.default_rng(5)
+    with lib.no_grad():
+        for _, p in sorted(mha.named_parameters()):
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)) * 0.5))
+    q = _query(x)
+    # (torch's fused path has no second derivative: its composed one, need_weights=True, is the reference)
+    return mha(q, q, q, need_weights=lib is torch)[0]
+
+
+# (name, function of (library, x)) in which one tensor is passed as several inputs of one op
+REPEATED = [
+    ("add", lambda lib, x: (x + x) * x),
+    ("sub", lambda lib, x: (x - x) * x + x),
+    ("mul", lambda lib, x: x * x),
+    ("div", lambda lib, x: (x / x) * x),
+    ("pow", lambda lib, x: (lambda a: a ** a)(x * x + 0.5)),
+    ("maximum_minimum", lambda lib, x: lib.maximum(x, x) * x + lib.minimum(x, x)),
+    ("where", lambda lib, x: lib.where(x > 0, x, x) * x),
+    ("matmul", lambda lib, x: (lambda s: s @ s)(_square(x))),
+    ("bmm_dot_outer_mv", lambda lib, x: (lambda s: lib.bmm(s[None], s[None])[0] + lib.outer(s[0], s[0])
+                                           + lib.mv(s, s[1])[:, None] + lib.dot(s[2], s[2]))(_square(x))),
+    ("linear", lambda lib, x: (lambda s: lib.nn.functional.linear(s, s, s[0]))(_square(x))),
+    ("einsum", lambda lib, x: lib.einsum("ij,ij->i", x, x)),
+    ("cat_stack", lambda lib, x: lib.cat([x, x], 1) * lib.cat([x, x], 1) + lib.stack([x, x]).sum(0).repeat(1, 2)),
+    ("losses", lambda lib, x: lib.nn.functional.mse_loss(x, x) + lib.nn.functional.l1_loss(x * x, x * x) + x.sum()),
+    ("scaled_dot_product_attention", lambda lib, x: (lambda q: lib.nn.functional.scaled_dot_product_attention(
+        q, q, q))(_query(x))),
+    ("scaled_dot_product_attention_causal", lambda lib, x: (lambda q: lib.nn.functional.scaled_dot_product_attention(
+        q, q, q, is_causal=True))(_query(x))),
+    ("scaled_dot_product_attention_q_k", lambda lib, x: (lambda q: lib.nn.functional.scaled_dot_product_attention(
+        q, q, q.exp()))(_query(x))),
+    ("multihead_attention_self", _mha),
+]
+
+
+@pytest.mark.parametrize("name, fn", REPEATED, ids=[c[0] for c in REPEATED])
+def test_a_tensor_passed_as_several_inputs_of_one_op_matches_torch_at_first_and_second_order(name, fn):
+    """Each input position gets the gradient through that position only, and the engine adds them: at first
+    order, with and without create_graph, and at second order."""
+    rng = np.random.default_rng(sum(map(ord, name)) + 7)
+    data = rng.standard_normal((3, 4))
+    u = rng.standard_normal(tuple(fn(torch, torch.tensor(data)).shape))
+    v = rng.standard_normal((3, 4))
+    g, h = _second_derivative(ta, fn, data, u, v)
+    tg, th = _second_derivative(torch, fn, data, u, v)
+    np.testing.assert_allclose(g, tg, **TOL)
+    np.testing.assert_allclose(h, th, **TOL)
+    x = ta.tensor(data, requires_grad=True)
+    (plain,) = ta.autograd.grad(fn(ta, x), x, ta.tensor(u))
+    np.testing.assert_allclose(plain.numpy(), tg, **TOL)
+
+
+def test_an_input_and_its_detached_copy_in_one_op_match_torch_at_second_order():
+    """The detached copy shares the input's values, not its history: no gradient flows through it."""
+    rng = np.random.default_rng(8)
+    data, u, v = (rng.standard_normal((3, 4)) for _ in range(3))
+
+    def program(lib, x):
+        return (x * x.detach()).exp() + lib.nn.functional.scaled_dot_product_attention(
+            _query(x), _query(x).detach(), _query(x)).reshape(3, 4)
+
+    for ours, theirs in zip(_second_derivative(ta, program, data, u, v),
+                            _second_derivative(torch, program, data, u, v)):
+        np.testing.assert_allclose(ours, theirs, **TOL)

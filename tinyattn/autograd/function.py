@@ -147,6 +147,7 @@ class Function:
             tensor = isinstance(a, Tensor)
             arrays.append(a.array if tensor else a)
             needs.append(a._requires_grad if tensor else False)
+        separate_shared_arrays(arrays, args)
         ctx = Context()
         ctx.needs_input_grad, ctx.kwargs = tuple(needs), kwargs or NO_OPTIONS  # (none: one shared empty map)
         out = cls.forward(ctx, *arrays, **kwargs)
@@ -164,6 +165,17 @@ class Function:
             if grad_mode._recorder is not None:  # the explainer's trace() is watching
                 grad_mode._recorder.forward(result._grad_fn, args, result)
         return result
+
+
+def separate_shared_arrays(arrays: list[Any], args: tuple[Any, ...]) -> None:
+    """Give each of two different tensors that hold one array (``x`` and ``x.detach()``) an array object of its own
+    (a view: the same memory), so that what forward saves names the input it came from: a second derivative
+    replaces each saved input by that input's tensor, history and all, and ``x.detach()`` has none."""
+    for i in range(1, len(arrays)):
+        for j in range(i):
+            if arrays[i] is arrays[j] and args[i] is not args[j] and isinstance(arrays[i], np.ndarray):
+                arrays[i] = arrays[i].view()
+                break
 
 
 def _noting_output(forward: Any) -> Any:

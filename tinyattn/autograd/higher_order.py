@@ -97,14 +97,23 @@ def _on_tensors(node: Node) -> Any:
 
 
 def _through_composed(node: Node, grad_output: Tensor) -> tuple[Tensor | None, ...]:
-    """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated."""
+    """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated.
+
+    Each input position gets a stand-in of its own (a clone: the same values, with the input's history behind
+    it), and the gradient is taken with respect to the stand-ins. So a tensor passed as several inputs
+    (``attention(x, x, x)``) gets, at each position, the gradient through that position only, as the fused
+    op's own backward gives it; the engine then adds them up, as it does for any op."""
     from .engine import grad  # (engine.py imports this file: the engine is looked up when a fused op needs it)
+    from .ops.elementwise import Clone
 
     inputs: tuple[Any, ...] = node.inputs
     wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     with enable_grad():
-        out = node.fn.composed(*inputs, **node.ctx.kwargs)  # type: ignore[union-attr]
-        grads = grad(out, [inputs[i] for i in wanted], grad_output, create_graph=True)  # (the twin uses each input)
+        stand_ins = list(inputs)
+        for i in wanted:
+            stand_ins[i] = Clone.apply(inputs[i])
+        out = node.fn.composed(*stand_ins, **node.ctx.kwargs)  # type: ignore[union-attr]
+        grads = grad(out, [stand_ins[i] for i in wanted], grad_output, create_graph=True, allow_unused=True)
     result: list[Tensor | None] = [None] * len(inputs)
     for i, g in zip(wanted, grads):
         result[i] = g
