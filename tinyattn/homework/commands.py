@@ -18,7 +18,7 @@ from typing import Callable
 
 import tinyattn
 
-from . import confine, policy, sandbox, untrusted
+from . import confine, policy, sandbox, trees, untrusted
 from .grading import GradedTest, Outcome, Reference, TaskRun, feedback, manifest, run_graded, run_tests, scan_tests
 from .markers import (
     MarkerError,
@@ -172,6 +172,8 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
                 raise HomeworkError(f"assign: {err}") from None
         with open(os.path.join(student, "README_STUDENT.md"), "w", encoding="utf-8") as f:
             f.write(student_readme(data, regions))
+        # (what the student copy holds besides the package: a submission may hand it back, and it is not extra)
+        data["handed_out"] = sorted(rel for rel in trees.files(student).files if not rel.startswith("tinyattn/"))
         for path in (os.path.join(tmp, "manifest.json"), os.path.join(autograder, "manifest.json")):
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
@@ -588,7 +590,7 @@ def grade(
             sheet.output.insert(0, iso.note)
         base: int | str = secrets.token_hex(16) if seed is None else seed
         log.append(f"the probes' seeds come from {base} (grade(..., seed={base!r}) replays them)")
-        reading = read_submission(package_root, files, regions, set(chosen))
+        reading = read_submission(package_root, files, regions, set(chosen), tuple(data.get("handed_out", ())))
         if reading.outside:
             sheet.output.append("Not graded (edits outside the task regions):\n" + "\n".join(reading.outside))
         limits, redact = sandbox.Limits(seconds=timeout), _redactor(files, regions, tuple(reference.hidden_lines()))

@@ -150,14 +150,17 @@ def match_unchanged(
 
 
 def read_submission(
-    package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str]
+    package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str],
+    handed_out: tuple[str, ...] = (),
 ) -> Reading:
     """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``.
 
     Every file is compared with the handed-out copy. When nothing outside the stubs changed
     (``match_unchanged``), each stub's code is what lies between its fixed neighbours. Otherwise a
     change outside the stubs is listed in ``outside`` (and the reference is used there), whichever
-    file it is in, and each stub's code is found between the nearest non-blank unchanged lines.
+    file it is in, and each stub's code is found between the nearest non-blank unchanged lines. Files the
+    assignment handed out besides the package (``handed_out``: the README, the public tests) are never read,
+    nor listed as extra.
     """
     reading = Reading()
     by_file = regions_by_file(tasks)
@@ -187,7 +190,7 @@ def read_submission(
                 reading.code[r.key] = student[a:b]
             continue
         _read_edited(rel, template, student, mine, spans, reading)
-    named = set(files)
+    named = set(files) | set(handed_out)
     listing = trees.files(package_root, skip=("__pycache__",))
     reading.extra += [untrusted.text(rel, 300) for rel in listing.files
                       if rel not in named and not rel.endswith(".pyc")]
