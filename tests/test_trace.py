@@ -90,3 +90,54 @@ def test_render_and_errors():
     assert render("d{0} = d{out} @ {1}ᵀ", "C", ["A", "Bᵀ"], 0, None, (2, 2)) == "dA = dC @ B"
     with pytest.raises(RuntimeError, match="leaf"), trace():
         ta.ones(2, requires_grad=True).backward(np.ones(2))
+
+
+def _second_order(x_data, u_data):
+    """A create_graph pass through softmax, then the gradient of the gradient, traced."""
+    x = ta.tensor(x_data, requires_grad=True).named("X")
+    with trace() as steps:
+        p = x.softmax(dim=-1).named("P")
+        loss = (p * ta.tensor(u_data)).sum().named("L")
+        (g,) = ta.autograd.grad(loss, x, create_graph=True)
+        (g * g).sum().backward()
+    return x, steps
+
+
+def test_a_second_order_trace_names_the_backward_each_step_differentiates():
+    rng = np.random.default_rng(0)
+    x, steps = _second_order(rng.standard_normal((2, 3)), rng.standard_normal((2, 3)))
+    softmax_first = next(s for s in steps if s.op == "Softmax")
+    formula = "dX = P ⊙ (dP − rowsum(dP ⊙ P))"
+    assert [g.formula for g in softmax_first.grads] == [formula] and not softmax_first.differentiates
+    inside = [s for s in steps if s.differentiates.startswith("the backward of Softmax")]
+    # softmax's backward, as recorded ops: P ⊙ (...), the difference, the row sum, dP ⊙ P
+    assert [s.op for s in inside] == ["Mul", "Sub", "Sum", "Mul"]
+    assert all(s.differentiates == f"the backward of Softmax (step {softmax_first.index}): {formula}"
+               for s in inside)
+    text = str(steps)
+    assert f"differentiates the backward of Softmax (step {softmax_first.index}): {formula}" in text
+    assert "dX = t" in text or "= dX ⊙ dX" in text  # (the gradient the first pass computed is called dX)
+    # the gradients that reach X in the trace add up to the second derivative backward() left in X.grad
+    second = [g.array for s in steps if s.index > softmax_first.index for g in s.grads if g.name == "X"]
+    np.testing.assert_allclose(sum(second), x.grad.numpy(), rtol=1e-12)
+
+
+def test_a_second_order_trace_through_attention_renders_every_view():
+    """Every step of the second pass through MultiheadAttention is either the outer loss's or names the first
+    pass's backward it differentiates; the text, the table and the page all render."""
+    ta.manual_seed(0)
+    mha = ta.nn.MultiheadAttention(8, 2, batch_first=True, dtype=ta.float64)
+    x = ta.randn(2, 3, 8, dtype=ta.float64, requires_grad=True).named("X")
+    with trace() as steps:
+        out, _ = mha(x, x, x)
+        (g,) = ta.autograd.grad((out * out).sum(), x, create_graph=True)
+        first = len(steps)  # (the first pass's steps)
+        (g * g).sum().backward()
+    second = [s for s in steps if s.index > first]
+    # (the loss g·g, the sums of gradients over uses, and the slicing of the weights, which the first pass did not
+    # reach, are ops of their own, named by their own formula)
+    assert second and {s.op for s in second if not s.differentiates} == {"Sum", "Mul", "Add", "GetItem"}
+    assert {s.differentiates.split(" (")[0] for s in second if s.differentiates} >= {
+        "the backward of Softmax", "the backward of MatMul", "the backward of LinearFn", "the forward's Softmax again",
+        "the backward of Reshape", "the forward's LinearFn again"}
+    assert str(steps) and steps.table() and "<html" in steps.html()

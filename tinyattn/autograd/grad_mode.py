@@ -90,6 +90,13 @@ class Recorder(Protocol):
     def backward(self, node: Any, grad_output: Any, grad_inputs: tuple[Any, ...]) -> None:
         """``node``'s backward just turned ``grad_output`` into ``grad_inputs``."""
 
+    def begin_backward_of(self, node: Any) -> None:
+        """``node``'s backward starts running as recorded ops (``create_graph=True``): what is recorded until
+        ``end_backward_of(node)`` is part of its formula."""
+
+    def end_backward_of(self, node: Any) -> None:
+        """``node``'s backward, recorded as ops, is done."""
+
 
 _recorder: Recorder | None = None
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .function import Context, Function, Node
+from . import grad_mode
 from .grad_mode import enable_grad
 from .tensor import Tensor
 
@@ -63,13 +64,20 @@ def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
     """The op's backward recorded as ops (``node.backward(grad_output, backward_graph)`` calls it, and checks what it
     returns): one Tensor (with a graph) or None per input."""
     fn, ctx = node.fn, node.ctx
-    with enable_grad():
-        if fn.linear:
-            grads: Any = Transposed.apply(grad_output, op=fn, op_ctx=ctx)
-        elif fn.composed is not None:
-            grads = _through_composed(node, grad_output)
-        else:
-            grads = fn.backward(_on_tensors(node), grad_output)
+    recorder = grad_mode._recorder  # (the explainer's trace(): it names each recorded op after this backward)
+    if recorder is not None:
+        recorder.begin_backward_of(node)
+    try:
+        with enable_grad():
+            if fn.linear:
+                grads: Any = Transposed.apply(grad_output, op=fn, op_ctx=ctx)
+            elif fn.composed is not None:
+                grads = _through_composed(node, grad_output)
+            else:
+                grads = fn.backward(_on_tensors(node), grad_output)
+    finally:
+        if recorder is not None:
+            recorder.end_backward_of(node)
     if not isinstance(grads, tuple):
         grads = (grads,)
     for g in grads:

@@ -61,13 +61,16 @@ class Step:
     input_shapes: list[tuple[int, ...] | None] = field(default_factory=list)  # None: not a tensor
     saved: list[tuple[int, tuple[int, ...], int]] = field(default_factory=list)  # (id, shape, bytes) kept for backward
     grad_positions: list[int] = field(default_factory=list)  # the inputs that received a gradient
+    # in a second pass (a gradient of a gradient): the first pass's step whose backward formula this op is part
+    # of, e.g. "the backward of Softmax (step 3): dS = P ⊙ (dP − rowsum(dP ⊙ P))"; "" in a first pass
+    differentiates: str = ""
 
     def __str__(self) -> str:
-        lines = [
-            f"[{self.index:2d}] {self.op:<10} {self.forward}",
-            f"     {grad_name(self.output)} arrives: {_fmt_shape(self.grad_output_shape)}  "
-            f"|{grad_name(self.output)}| = {self.grad_output_norm:.4g}",
-        ]
+        lines = [f"[{self.index:2d}] {self.op:<10} {self.forward}"]
+        if self.differentiates:
+            lines.append(f"     differentiates {self.differentiates}")
+        lines.append(f"     {grad_name(self.output)} arrives: {_fmt_shape(self.grad_output_shape)}  "
+                     f"|{grad_name(self.output)}| = {self.grad_output_norm:.4g}")
         for g in self.grads:
             lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |{grad_name(g.name)}| = {g.norm:.4g}")
         lines.append(f"     backward: {self.source_lines()}")
@@ -317,10 +320,23 @@ class _Recorder:
         self.saved: dict[Node, list[tuple[int, tuple[int, ...], int]]] = {}
         self.step_of_node: dict[Node, int] = {}
         self.pending: list[tuple[InputGrad, Node]] = []  # gradients whose source step comes later
+        # a backward recorded as ops (create_graph=True): the nodes whose backward is running, innermost last; each
+        # op recorded meanwhile is part of that backward's formula, and the gradients it returns are named for it
+        self.inside: list[Node] = []
+        self.origin_of: dict[Node, Node] = {}
+        self.grad_names: dict[Node, str] = {}
+
+    def begin_backward_of(self, node: Node) -> None:
+        self.inside.append(node)
+
+    def end_backward_of(self, node: Node) -> None:
+        self.inside.pop()
 
     def forward(self, node: Node, args: tuple[Any, ...], output: Any) -> None:
         self.outputs[node] = output
         self.args[node] = args
+        if self.inside:
+            self.origin_of[node] = self.inside[-1]
         saved = node.ctx.saved_tensors if node.ctx is not None else ()
         kept = [a for a in saved if isinstance(a, np.ndarray)]  # what backward will read
         # an array is known by where its data starts and its shape: two ops keeping X keep the same array
@@ -332,6 +348,8 @@ class _Recorder:
         tensor = node.retained() if isinstance(node, LeafNode) and node.retained else self.outputs.get(node)
         if tensor is not None and tensor.name:
             return tensor.name
+        if node in self.grad_names:  # a gradient a first pass computed as a tensor (create_graph=True)
+            return self.grad_names[node]
         meta = node.input_meta[0] if node.input_meta else None
         if node.fn.__name__ == "Transpose" and node.ctx is not None and meta is not None and node.edges[0] is not None:
             ndim = len(meta[0])
@@ -344,8 +362,23 @@ class _Recorder:
             self.placeholders[node] = f"t{len(self.placeholders) + 1}" + (f" {tuple(shape)}" if shape else "")
         return self.placeholders[node]
 
-    def backward(self, node: Node, grad_output: np.ndarray, grad_inputs: tuple[Any, ...]) -> None:
+    def differentiated(self, node: Node, earlier: int | None) -> str:
+        """What a second pass's op differentiates: the first pass's backward formulas it is part of, or the forward
+        op a first pass met already (at step ``earlier``), whose value those formulas read; "" if neither."""
+        origin = self.origin_of.get(node)
+        if origin is None and earlier is not None:
+            return f"the forward's {node.name} again (step {earlier}): the first pass's formulas read its value"
+        if origin is None:
+            return ""
+        at = self.step_of_node.get(origin)
+        formulas = "; ".join(g.formula for g in self.steps[at - 1].grads) if at is not None else "?"
+        where = f" (step {at})" if at is not None else ""
+        return f"the backward of {origin.name}{where}: {formulas}"
+
+    def backward(self, node: Node, grad_output: Any, grad_inputs: tuple[Any, ...]) -> None:
+        grad_output = np.asarray(getattr(grad_output, "array", grad_output))  # (a Tensor with create_graph=True)
         index = len(self.steps) + 1
+        earlier = self.step_of_node.get(node)
         self.step_of_node[node] = index
         out = self.name_of(node)
         args = self.args.get(node, (None,) * len(node.edges))
@@ -365,14 +398,17 @@ class _Recorder:
                 name=labels[position],
                 formula=render(template, out, labels, position, node.ctx, grad_output.shape),
                 shape=tuple(np.shape(ig)),
-                norm=float(np.linalg.norm(np.asarray(ig, dtype=np.float64))),
-                array=np.array(ig, copy=True),
+                norm=float(np.linalg.norm(np.asarray(getattr(ig, "array", ig), dtype=np.float64))),
+                array=np.array(getattr(ig, "array", ig), copy=True),
                 source_step=None,
                 source=f"{path}:{lines[position]}" if position < len(lines) else backward_source(node.fn),
             )
             grads.append(g)
             if not isinstance(edge, LeafNode):
                 self.pending.append((g, edge))
+            made_by = getattr(ig, "grad_fn", None)  # a gradient computed as recorded ops: named for a second pass
+            if made_by is not None and made_by not in self.grad_names and not getattr(ig, "name", None):
+                self.grad_names[made_by] = grad_name(labels[position])
         self.steps.append(
             Step(
                 index=index,
@@ -387,6 +423,7 @@ class _Recorder:
                 input_shapes=[getattr(a, "shape", None) for a in args],
                 saved=self.saved.get(node, []),
                 grad_positions=[g.position for g in grads],
+                differentiates=self.differentiated(node, earlier),
             )
         )
 
