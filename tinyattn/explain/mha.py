@@ -260,6 +260,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="PATH", type=_writable,
                    help="save the interactive walkthrough: one self-contained HTML page")
     p.add_argument("--docs-block", action="store_true", help="print the generated part of docs/gradients.md")
+    p.add_argument("--scale", action="store_true",
+                   help="why attention divides by √d_k: the argument, and the logits, the softmax and its gradient "
+                        "measured with and without the scale")
     return p
 
 
@@ -270,6 +273,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser().error(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8")  # the formulas use ⊙, ᵀ, Σ
+    if args.scale:
+        from .scale import scale_walkthrough
+
+        print(scale_walkthrough())
+        return
     print(docs_block() if args.docs_block else walkthrough(args))
 
 
