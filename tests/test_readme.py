@@ -1,7 +1,10 @@
-"""The README's Python snippets run as written, in order, and its two commands match .ci/run."""
+"""The README's Python snippets (and docs/torch.md's) run as written, in order; its two commands match .ci/run; the
+test counts it states are the suite's, within 10%."""
 
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 
@@ -13,11 +16,17 @@ def readme():
         return f.read()
 
 
+def torch_page():
+    with open(os.path.join(ROOT, "docs", "torch.md"), encoding="utf-8") as f:
+        return f.read()
+
+
 def test_python_snippets_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the training snippet saves a checkpoint in the working folder
     namespace = {}
-    for block in re.findall(r"```python\n(.*?)```", readme(), re.S):
-        exec(compile(block, "README.md", "exec"), namespace)
+    for name, text in (("README.md", readme()), ("docs/torch.md", torch_page())):
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            exec(compile(block, name, "exec"), namespace)
     assert namespace["out"].shape == (3, 5, 16)
     assert np.all(np.isfinite(namespace["mha"].in_proj_weight.grad))
     assert namespace["checkpoint"]["epoch"] == 3 and (tmp_path / "checkpoint.pt").exists()
@@ -81,3 +90,34 @@ def test_page_screenshot_in_the_readme_is_the_current_page():
     spec.loader.exec_module(script)
     stored = Image.open(os.path.join(ROOT, "docs", "walkthrough_page.png")).text["Description"]
     assert stored == f"tinyattn page {script.fingerprint()}", "redraw docs/walkthrough_page.png"
+
+
+def test_readme_is_lesson_first_and_short():
+    text = readme()
+    assert len(text.splitlines()) <= 200
+    first_screen = "\n".join(text.splitlines()[:40])
+    assert "multi_head_attention" in first_screen and "softmax(Q Kᵀ / √d_k) V" in first_screen
+
+
+def _stated_counts():
+    tests = readme().split("## Tests", 1)[1]
+    with_torch = re.search(r"collects ([\d,]+) tests with the torch extra", tests)
+    without = re.search(r"([\d,]+) without it", tests)
+    assert with_torch and without, "the README's Tests section states both counts"
+    return int(with_torch.group(1).replace(",", "")), int(without.group(1).replace(",", ""))
+
+
+def test_the_test_counts_the_readme_states_are_the_suite_s_within_ten_percent():
+    """The README's test command, collected here as it runs it (with torch if this environment has it)."""
+    try:
+        import torch  # noqa: F401 - (is the torch extra installed?)
+        stated = _stated_counts()[0]
+    except ImportError:
+        stated = _stated_counts()[1]
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    last = done.stdout.strip().splitlines()[-1]
+    found = re.match(r"(\d+)(?:/\d+)? tests? collected", last)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    collected = int(found.group(1))
+    assert abs(collected - stated) <= 0.1 * stated, f"the README states {stated} tests; the suite has {collected}"

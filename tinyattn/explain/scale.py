@@ -6,7 +6,7 @@ mean 0 and variance ``E[q_i²] E[k_i²] = 1``; so ``Var(q·k) = d_k``, and the l
 ``√d_k``. Softmax of logits that far apart is nearly one-hot: one weight near 1, the rest near 0. There
 its Jacobian ``diag(p) − p pᵀ`` is nearly zero, so the gradient softmax passes back,
 ``dS = P ⊙ (dP − rowsum(dP ⊙ P))``, nearly vanishes; and every gradient that reaches ``Q`` and ``K``
-passes through it (``dQ = dS K``, ``dK = dSᵀ Q``): the attention learns slowly where to look. Dividing the
+passes through it (``dQ = dS K``, ``dK = (dS)ᵀ Q``): the attention learns slowly where to look. Dividing the
 logits by ``√d_k`` gives them variance 1 again, whatever ``d_k`` is: the softmax stays soft and its
 gradient stays the same size.
 
@@ -112,7 +112,7 @@ def scale_walkthrough() -> str:
         "For q and k with d_k independent entries of variance 1, q·k = Σ q_i k_i has variance d_k: the",
         "logits spread as √d_k. Softmax of logits that far apart is nearly one-hot, where its gradient",
         "dS = P ⊙ (dP − rowsum(dP ⊙ P)) nearly vanishes; every gradient reaching Q and K passes through",
-        "it (dQ = dS K, dK = dSᵀ Q). Dividing by √d_k gives the logits variance 1 at every d_k.",
+        "it (dQ = dS K, dK = (dS)ᵀ Q). Dividing by √d_k gives the logits variance 1 at every d_k.",
         "",
         f"Measured with tinyattn ({len(rows)} sizes, 256 queries against 32 keys, unit-variance dP):",
         "",
