@@ -241,7 +241,7 @@ def test_fused_walkthrough_runs_the_recompute_it_describes():
     text = explain.walkthrough(args)
     assert "the 5 keys come in 3 blocks of up to 2" in text
     one_block = explain.walkthrough(explain.parser().parse_args(["--fused", "--seq", "2"]))
-    assert "the 2 keys fit in one block, and with a single block P is kept" in one_block
+    assert "the 2 keys fit in one block, whose P the backward recomputes all the same" in one_block
     # and outside the walkthrough the library's own default is back
     assert ta.nn.functional.scaled_dot_product_attention.__kwdefaults__["block_size"] == 128
     assert ta.nn.functional.packed_attention.__kwdefaults__["block_size"] == 128

@@ -153,7 +153,7 @@ def walkthrough(args: argparse.Namespace, built: Built | None = None) -> str:
     if args.fused:
         blocks = -(-S // FUSED_KEY_BLOCK)
         how = (f"the {S} keys come in {blocks} blocks of up to {FUSED_KEY_BLOCK}" if blocks > 1 else
-               f"the {S} keys fit in one block, and with a single block P is kept instead of recomputed")
+               f"the {S} keys fit in one block, whose P the backward recomputes all the same")
         lines[2:2] = [
             "Attention is one FlashAttention step here (need_weights=False): its forward walks the keys in blocks",
             "with an online softmax and keeps only the output and each row's log-sum-exp; its backward recomputes",

@@ -26,9 +26,9 @@ matmul, ``2 L S d`` flops, out of the ~``8 L S d`` attention already does, while
 stored ``P`` costs ``L S`` floats of memory and, worse, a read and a write of all of
 them in every elementwise pass, and those passes are limited by memory bandwidth,
 not arithmetic. Blocks of ``B_c`` keys stay small (``L × B_c``) and the passes over
-them stay cheap. ``benchmarks/bench_mha.py`` measures both paths. When every key fits
-in one block (``S ≤ B_c``, as at the chapter's size), that block is all of ``P``, and
-small: forward keeps it (and no LSE), and backward does not recompute it.
+them stay cheap. ``benchmarks/bench_mha.py`` measures both paths. The code is the same at
+every size: when every key fits in one block (as at the chapter's size) the loops run once,
+and the backward still recomputes that block's ``P`` from ``LSE``.
 
 Masks: a float ``mask`` is added to the scores (``-inf`` blocks a key); with
 ``is_causal`` a query ``i`` sees keys ``j ≤ i`` (top-left aligned, as torch), and a
@@ -117,16 +117,15 @@ class FlashAttention(Function):
         # and LSE = lowest, so that backward's exp(S − LSE) = exp(-inf) = 0
         ell = np.maximum(ell, 1)
         out = (acc / ell).reshape(q.shape[:-1] + v.shape[-1:])  # O = acc / ℓ                     (..., L, d_v)
-        # With a single key block, P is that block (L × B_c): keep it rather than recompute it (from LSE)
-        p_kept, lse = (p / ell, None) if len(blocks) == 1 else (None, m + np.log(ell))
-        ctx.save_for_backward(q_s, k, v, mask, out, lse, p_kept)
+        lse = m + np.log(ell)  # LSE = m + log ℓ, per row: what backward recomputes each P_j from       (..., L, 1)
+        ctx.save_for_backward(q_s, k, v, mask, out, lse)
         ctx.mask_meta = None if mask_in is None else (mask_in.shape, mask_in.dtype)
         ctx.options = scale, is_causal, dropout_p, block_size, seed, group, q.shape
         return out
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        q_s, k, v, mask, out, lse, p_kept = ctx.saved_tensors
+        q_s, k, v, mask, out, lse = ctx.saved_tensors
         scale, is_causal, dropout_p, block_size, seed, group, q_shape = ctx.options
         L, S = q_shape[-2], k.shape[-2]
         k_g, v_g = _grouped(k, group), _grouped(v, group)
@@ -141,12 +140,9 @@ class FlashAttention(Function):
             dmask = np.zeros(q_s.shape[:-1] + (S,), q_s.dtype)  # (..., L, S), summed down to the mask's shape below
         for j, (j0, j1, rows) in enumerate(_blocks(L, S, block_size, is_causal)):
             q_r, do_r = q_s[..., rows, :], d_out[..., rows, :]
-            if p_kept is not None:
-                p = p_kept
-            else:  # P_j = exp(S_j − LSE), recomputed                                    (..., L_r, B_c)
-                s = _scores(q_r, k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)
-                s -= lse[..., rows, :]
-                p = np.exp(s, out=s)
+            s = _scores(q_r, k_g[..., j0:j1, :], mask, rows, j0, j1, is_causal)  # S_j, again     (..., L_r, B_c)
+            s -= lse[..., rows, :]
+            p = np.exp(s, out=s)  # P_j = exp(S_j − LSE), recomputed
             dp = do_r @ v_g[..., j0:j1, :].swapaxes(-1, -2)  # dP_j = dO (V_j)ᵀ        (..., L_r, B_c)
             if dropout_p > 0.0:
                 keep = _block_keep(seed, j, p.shape, dropout_p, p.dtype)
@@ -225,7 +221,6 @@ class PackedFlashAttention(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         dq, dk, dv, dmask = FlashAttention.backward(ctx, grad_output)  # (each computed: qkv requires grad)
-        # np.stack((dq, dk, dv)), written out: stack is Python code around this concatenate, and costs ~10 µs cold
         return np.concatenate((dq[None], dk[None], dv[None])), dmask  # type: ignore[index]  # (3, ..., n, d), like qkv
 
 
