@@ -166,32 +166,33 @@ class MultiheadAttention(Module):
         method adapts torch's layouts, masks and options around it.
         """
         batched = self._check_inputs(query, key, value, attn_mask, is_causal)
-        callers_layout = not (batched and self.batch_first)  # (n, B, E), or unbatched (n, E)
-        if callers_layout:
-            query, key, value = self._batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
-        mask = extra_kv = None  # (the common case: neither masks nor extra keys)
-        if attn_mask is not None or key_padding_mask is not None or self.bias_k is not None or self.add_zero_attn:
-            mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
+        query, key, value = self._to_batch_first(query, key, value, batched)  # the chapter's layout, (B, n, E)
+        mask, extra_kv = self._masks(attn_mask, key_padding_mask, query, key, batched)
+        attn_output, attn_weights = self._attend(query, key, value, mask, extra_kv, need_weights)
+        return self._to_callers_layout(attn_output, attn_weights, batched, average_attn_weights)
+
+    def _attend(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                extra_kv: tuple[Tensor, Tensor] | None, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """The chapter's five steps, ``F.multi_head_attention``: ``attn_output (B, L, E)`` and the weights
+        ``(B, h, L, S)`` (None with ``need_weights=False``, which takes FlashAttention, as torch's fast path does).
+        Self-attention without weights projects Q, K and V in one product first, as torch does."""
+        dropout_p = self.dropout if self.training else 0.0
         if not need_weights and query is key is value and self.in_proj_weight is not None and extra_kv is None:
-            # torch's fast path for self-attention: Q, K and V from one product, then FlashAttention (no P)
-            attn_output, attn_weights = F.packed_self_attention(
-                query, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
-                self.out_proj.bias, mask, self.dropout if self.training else 0.0), None
-        else:  # (B, L, E), (B, h, L, S) or None: need_weights=False takes FlashAttention, as torch's fast path does
-            dropout_p = self.dropout if self.training else 0.0
-            attn_output, attn_weights = F.multi_head_attention(
-                query, key, value, self.num_heads, *self.projection_weights(), mask, dropout_p, extra_kv, need_weights)
-        if callers_layout:  # back: (L, B, E), or (L, E)
-            attn_output = attn_output.transpose(0, 1) if batched else attn_output.squeeze(0)
-        if attn_weights is not None and average_attn_weights:
-            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
-        return attn_output, (attn_weights if batched or attn_weights is None else attn_weights.squeeze(0))
+            attn_output = F.packed_self_attention(query, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                                                  self.out_proj.weight, self.out_proj.bias, mask, dropout_p)
+            return attn_output, None
+        return F.multi_head_attention(query, key, value, self.num_heads, *self.projection_weights(), mask, dropout_p,
+                                      extra_kv, need_weights)
 
     # -- layouts, checks and masks ---------------------------------------------
 
-    def _batch_first(self, query: Tensor, key: Tensor, value: Tensor, batched: bool) -> tuple[Tensor, Tensor, Tensor]:
+    def _to_batch_first(self, query: Tensor, key: Tensor, value: Tensor, batched: bool) -> tuple[
+        Tensor, Tensor, Tensor
+    ]:
         """The inputs in the chapter's ``(B, n, E)`` layout: unbatched ones get a batch of one, ``(n, B, E)`` ones
-        swap their first two dims. Self-attention's one tensor stays one (its layout changed once)."""
+        swap their first two dims, ``batch_first`` ones stay. Self-attention's one tensor stays one."""
+        if batched and self.batch_first:
+            return query, key, value
         change = Tensor.transpose if batched else Tensor.unsqueeze
         args = (0, 1) if batched else (0,)
         if query is key is value:
@@ -204,13 +205,29 @@ class MultiheadAttention(Module):
     ]:
         """The additive mask ``(B|1, h|1, L, S)`` (None without masks), and the keys and values appended after the
         projections by ``add_bias_kv`` and ``add_zero_attn`` (None without them), the mask widened for them."""
-        mask = extra_kv = None
+        mask = extra_kv = None  # (the common case: neither masks nor extra keys)
         if attn_mask is not None or key_padding_mask is not None:
             B, L = query.shape[0], query.shape[1]
             mask = self._additive_mask(attn_mask, key_padding_mask, B, L, key.shape[1], batched, query.dtype)
         if self.bias_k is not None or self.add_zero_attn:
             extra_kv, mask = self._extra_keys(query.shape[0], query.shape[2], mask)
         return mask, extra_kv
+
+    def _to_callers_layout(self, attn_output: Tensor, attn_weights: Tensor | None, batched: bool,
+                           average_attn_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """Back from ``(B, L, E)`` to the caller's layout: ``(L, B, E)``, or ``(L, E)`` unbatched; the weights
+        averaged over the heads ``(B, L, S)`` if asked, and unbatched too."""
+        if not batched:
+            attn_output = attn_output.squeeze(0)  # (L, E)
+        elif not self.batch_first:
+            attn_output = attn_output.transpose(0, 1)  # (L, B, E)
+        if attn_weights is None:
+            return attn_output, None
+        if average_attn_weights:
+            attn_weights = attn_weights.mean(dim=1)  # (B, L, S)
+        if not batched:
+            attn_weights = attn_weights.squeeze(0)
+        return attn_output, attn_weights
 
     def _extra_keys(self, B: int, E: int, mask: Tensor | None) -> tuple[tuple[Tensor, Tensor], Tensor | None]:
         """``add_bias_kv`` (one more, learned, key and value) and ``add_zero_attn`` (one more, all zero), ``(B, 1, E)``
