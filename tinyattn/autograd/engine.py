@@ -89,7 +89,7 @@ def propagate(
         grad_output = grads.pop(node, None)  # (grads: node -> dL/d(its output), summed over uses)
         if grad_output is None:  # every path from the output to this node carried a None gradient
             continue
-        if node in wanted if wanted is not None else node.retained is not None:
+        if is_wanted(node, wanted):
             yield node, grad_output
         if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
             continue
@@ -101,8 +101,22 @@ def propagate(
         for edge, grad_input in zip(node.edges, grad_inputs):
             if grad_input is not None and edge is not None:  # (an input that takes no gradient has no edge)
                 grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
-        if not (create_graph if retain_graph is None else retain_graph):  # (None: as create_graph, as torch)
+        if not keeps_graph(retain_graph, create_graph):
             node.release()
+
+
+def is_wanted(node: Node, wanted: dict[Node, Any] | None) -> bool:
+    """Is ``node``'s gradient asked for: one of ``wanted``, or, by default, a node whose tensor keeps ``.grad``?"""
+    if wanted is not None:
+        return node in wanted
+    return node.retained is not None
+
+
+def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
+    """Does the graph outlive this backward pass? ``retain_graph``, which defaults to ``create_graph`` (as torch)."""
+    if retain_graph is None:
+        return create_graph
+    return retain_graph
 
 
 def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:

@@ -151,14 +151,9 @@ class Function:
         ctx = Context()
         ctx.needs_input_grad, ctx.kwargs = tuple(needs), kwargs or NO_OPTIONS  # (none: one shared empty map)
         out = cls.forward(ctx, *arrays, **kwargs)
-        # the result: Tensor._make written out, as every op's result passes here (a call costs 2% at the chapter's
-        # size: benchmarks/count_instructions.py)
-        result = Tensor.__new__(Tensor)
-        result.array = np.asarray(out)  # (forward's own array, or a NumPy scalar made 0-d)
-        if cls.is_view and out.base is not None and (out.base is arrays[0] or out.base is arrays[0].base):
-            # a view of its input (not a copy NumPy made, as reshaping a transposed array does): one memory,
-            # so one version counter, its base's (as torch)
-            result._base = args[0] if args[0]._base is None else args[0]._base
+        result = Tensor._make(np.asarray(out))  # (forward's own array, or a NumPy scalar made 0-d)
+        if cls.is_view:
+            note_view(result, out, args[0])
         if grad_mode._grad_enabled and True in needs:
             result._requires_grad = True
             result._grad_fn = Node(cls, ctx, args)
@@ -248,29 +243,17 @@ class Node:
         backward as recorded ops instead.
         """
         for tensor, version in self.saved_versions:  # (input tensor, its version when forward saved its array)
-            if (tensor if tensor._base is None else tensor._base)._changes != version:  # (tensor._version, uncalled)
+            if tensor._version != version:
                 raise modified_error(self, tensor, version)
         grads = self.fn.backward(self.ctx, grad_output) if record is None else record(self, grad_output)  # type: ignore[arg-type]
         if type(grads) is not tuple:
             grads = (grads,)  # (a one-input op may return its gradient bare)
         if len(grads) != len(self.edges):
             raise RuntimeError(f"{self.name}.backward returned {len(grads)} gradients for {len(self.edges)} inputs")
-        try:  # the guard: each gradient of its input's shape and dtype, or None (dropped for an input with no edge)
-            for grad, meta in zip(grads, self.input_meta):
-                if grad is not None and meta is not None and (grad.shape != meta[0] or grad.dtype != meta[1]):
-                    got = f"a gradient of shape {grad.shape} and dtype {grad.dtype}"
-                    break
-            else:
-                return grads
-        except AttributeError:  # (no shape or dtype: not an array; a Python number, say)
-            got = f"a {type(grad).__name__}"
-        raise self._misfit(grads, grad, meta, got)  # type: ignore[arg-type]  # (the loop stopped at an input with meta)
-
-    def _misfit(self, grads: tuple[Any, ...], grad: Any, meta: tuple[Any, Any], got: str) -> RuntimeError:
-        """The guard's refusal of ``grad`` (described as ``got``), naming the input it does not fit."""
-        position = next(i for i, (g, m) in enumerate(zip(grads, self.input_meta)) if g is grad and m is meta)
-        return RuntimeError(f"{self.name}.backward returned {got} for input {position}, which has shape {meta[0]} "
-                            f"and dtype {meta[1]}")
+        for position, grad in enumerate(grads):  # the guard: each gradient of its input's shape and dtype, or None
+            if grad is not None:
+                check_gradient(self.name, position, grad, self.input_meta[position])
+        return grads
 
     def release(self) -> None:
         """Free what only backward reads: what forward saved, the inputs it kept and their (shape, dtype).
@@ -284,6 +267,23 @@ class Node:
         """An in-place op overwrote this node's output ``array``: if backward reads it (forward saved it), refuse."""
         if self.ctx is not None and any(s is array for s in self.ctx.saved_tensors):
             self.saved_versions = (*self.saved_versions, (OverwrittenOutput(array.shape, self.name), 0))
+
+
+def check_gradient(op: str, position: int, grad: Any, meta: tuple[Any, Any] | None) -> None:
+    """Refuse a gradient that does not fit input ``position`` of ``op``, whose (shape, dtype) is ``meta`` (None: the
+    input takes no gradient, and what was returned for it is dropped)."""
+    if meta is None:
+        return
+    shape = getattr(grad, "shape", None)
+    dtype = getattr(grad, "dtype", None)
+    if shape == meta[0] and dtype == meta[1]:
+        return
+    if shape is None or dtype is None:  # not an array: a Python number, say
+        got = f"a {type(grad).__name__}"
+    else:
+        got = f"a gradient of shape {shape} and dtype {dtype}"
+    raise RuntimeError(f"{op}.backward returned {got} for input {position}, which has shape {meta[0]} "
+                       f"and dtype {meta[1]}")
 
 
 class OverwrittenOutput:
@@ -304,7 +304,7 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tup
         if isinstance(x, Tensor):
             for s in saved:
                 if s is x.array:
-                    versions.append((x, (x if x._base is None else x._base)._changes))  # (its _version)
+                    versions.append((x, x._version))
                     break
     return tuple(versions)
 
@@ -433,7 +433,7 @@ def normalize_dims(op: str, dim: int | Iterable[int] | None, ndim: int) -> tuple
 # The two layers above this file that ``Function.apply`` needs: the grad mode it checks and the Tensor it
 # returns. Imported last: tensor.py builds on this file (it imports Context and the helpers above).
 from . import grad_mode  # noqa: E402
-from .tensor import Tensor  # noqa: E402
+from .tensor import Tensor, note_view  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -109,6 +109,14 @@ def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.n
     raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got ({got})")
 
 
+def note_view(result: Tensor, out: np.ndarray, source: Tensor) -> None:
+    """A view op made ``result`` from ``source``: if ``out`` is a view of ``source``'s memory (not a copy NumPy made,
+    as reshaping a transposed array does), ``result`` shares ``source``'s base, and so its version counter, as
+    torch's views do."""
+    if out.base is not None and (out.base is source.array or out.base is source.array.base):
+        result._base = source if source._base is None else source._base
+
+
 class Tensor(TensorAPI, TensorMath):
     """An n-dimensional array that can record the ops applied to it.
 
@@ -151,7 +159,7 @@ class Tensor(TensorAPI, TensorMath):
 
     @classmethod
     def _from_op(cls, array: np.ndarray, node: Node) -> Tensor:
-        """The result of a recorded op: ``array``, with ``node`` as its grad_fn (``Function.apply`` writes this out)."""
+        """The result of a recorded op: ``array``, with ``node`` as its grad_fn."""
         t = cls._make(array, True)
         t._grad_fn = node
         return t
