@@ -156,3 +156,16 @@ def test_files_the_assignment_handed_out_are_not_noted_as_extra(tmp_path):
     _, log = commands.grade(str(student), str(tmp_path / "hw" / "autograder"), timeout=60)
     extra = sorted(line.rsplit(": ", 1)[1] for line in log.splitlines() if line.startswith("note: extra file"))
     assert extra == ["scratch.py", "tinyattn/notes.txt"]
+
+
+def test_teaching_docs_list_the_tasks_with_the_grader_s_points(capsys):
+    """The page's table is `tasks --markdown`: each task's points are its graded probes' (mha_split_heads is 5)."""
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "teaching.md").read_text(encoding="utf-8")
+    begin = "<!-- BEGIN GENERATED: python -m tinyattn.homework tasks --markdown -->\n"
+    generated = doc.split(begin)[1].split("<!-- END GENERATED -->")[0].rstrip("\n")
+    assert main(["tasks", "--markdown"]) == 0
+    assert generated == capsys.readouterr().out.rstrip("\n"), "docs/teaching.md is stale: paste `tasks --markdown`"
+    _, _, tests, chosen = commands.load()
+    for task in chosen:
+        points = sum(t.points for t in tests if t.task == task)
+        assert f"| `{task}` | {commands.TASK_INFO[task]} | {points:g} |" in generated

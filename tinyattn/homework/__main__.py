@@ -88,7 +88,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("solve", help="put the reference code of some tasks back into a student copy")
     s.add_argument("student_dir")
     s.add_argument("--tasks", required=True, type=_task_list)
-    sub.add_parser("tasks", help="list the tasks, their regions and their tests")
+    t = sub.add_parser("tasks", help="list the tasks, their regions and their tests")
+    t.add_argument("--markdown", action="store_true", help="print docs/teaching.md's table of the tasks instead")
     sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
     sub.add_parser("guide", help="print the instructor's guide (docs/teaching.md), shipped with the package")
     return p
@@ -140,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "mistakes":
             commands.load()  # every mistake must still name a line of its task
             print(commands.mistakes_markdown())
+        elif args.command == "tasks" and args.markdown:
+            print(commands.tasks_markdown())
         elif args.command == "tasks":
             _, regions, tests, chosen = commands.load()
             for task in chosen:

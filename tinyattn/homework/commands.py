@@ -449,6 +449,17 @@ def _read(path: str) -> str:
         return f.read()
 
 
+def tasks_markdown() -> str:
+    """The tasks table of docs/teaching.md: each task, what the student writes (``TASK_INFO``) and its points, the
+    sum of its graded probes' points (so that the page and the grader cannot disagree)."""
+    _, _, tests, chosen = load()
+    lines = ["| task | what the student writes | points |", "| --- | --- | --- |"]
+    for task in chosen:
+        points = sum(t.points for t in tests if t.task == task)
+        lines.append(f"| `{task}` | {TASK_INFO.get(task, '')} | {points:g} |")
+    return "\n".join(lines)
+
+
 def mistakes_markdown() -> str:
     """The "Common mistakes" table of docs/teaching.md, from ``mistakes.py``."""
     from .mistakes import MISTAKES
@@ -651,5 +662,5 @@ def failed_results(autograder_dir: str, reason: str) -> dict:
 
 __all__ = [
     "GraderFailed", "HomeworkError", "assign", "check", "grade", "load", "mistakes_markdown", "regions_by_file",
-    "solve",
+    "solve", "tasks_markdown",
 ]
