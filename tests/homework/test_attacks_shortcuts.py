@@ -67,6 +67,25 @@ for i in np.ndindex(x.shape):
 return (grad,)
 """
 
+# The same, with the child's own alarm switched off first (under a policy that allows imports)
+ALARM_OFF = """
+import signal
+signal.signal(signal.SIGPROF, signal.SIG_IGN)
+signal.setitimer(signal.ITIMER_PROF, 0)
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+grad, h = np.zeros_like(x), 1e-6
+for i in np.ndindex(x.shape):
+    up, down = x.copy(), x.copy()
+    up[i] += h
+    down[i] -= h
+    grad[i] = (grad_output * (softmax(up) - softmax(down))).sum() / (2 * h)
+return (grad,)
+"""
+
 # Autograd through the package's other ops
 AUTOGRAD = """
 import tinyattn
@@ -148,3 +167,23 @@ def test_a_call_into_the_package_that_the_code_check_lets_through_is_refused_at_
     assert_only_the_honest_task_scores(calls_only, results, log)
     assert "PolicyError: the task's code called " in log and "forward (tinyattn/autograd/ops/softmax.py)" in log
     assert "refused by the task's policy" in student_visible(results)
+
+
+@pytest.fixture(scope="module")
+def imports_allowed(tmp_path_factory):
+    """An instructor's policy that allows imports but not differentiating numerically."""
+    def edit(data):
+        data["tasks"]["softmax_backward"]["policy"] = {"numerical": False}
+    return _assignment(tmp_path_factory, "imports", edit=edit)
+
+
+@pytest.mark.slow  # (a minute: the child runs until the grader stops it at its CPU time)
+def test_numerical_differentiation_with_the_child_s_alarm_off_is_stopped_from_outside(imports_allowed):
+    """The child's own budget is a timer the code can switch off; then, without the grader's watch of the child's
+    CPU time, the small probes pass numerically and the large one runs until the clock stops it: half the task's
+    points. The grader stops the child at policy.DERIVED_CPU of CPU time, from outside: the task earns nothing."""
+    results, log, _ = attack(imports_allowed, ALARM_OFF, isolated=True, timeout=150)
+    assert_only_the_honest_task_scores(imports_allowed, results, log)
+    assert "the student's process used more than 60 s of CPU time" in log
+    assert "refused by the task's policy" in student_visible(results)
+    assert "used more than 60 s of CPU time" in student_visible(results)

@@ -11,6 +11,7 @@ runs at home (``check_tasks.py``, pytest) are run by ``run_tests``, for ``check`
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import os
 import re
@@ -247,6 +248,9 @@ def run_graded(
 
     ``write`` returns where the regions are in what it wrote (``markers.write_package``'s spans); with
     ``regions`` and ``policies``, the child watches the calls each test's task code makes at run time."""
+    rules = policies or {}
+    if any(not rules[t.task].numerical for t in tests if t.task in rules):
+        limits = dataclasses.replace(limits, cpu=policy.DERIVED_CPU)
     work = sandbox.make_workdir([os.path.join(reference.tests_dir, "runner.py")], iso)
     try:
         with open(os.path.join(work.harness, PROBES_FILE), "w", encoding="utf-8") as f:
@@ -276,9 +280,8 @@ def run_graded(
     if child.output.strip():
         run.log.append("its output (for the instructor only):\n" + child.output.rstrip())
     errors = {name: message["error"] for name, message in child.messages.items() if "error" in message}
-    rules = policies or {}
     void = {task: policy.voided(task, rules[task], {t.name: errors[t.name] for t in tests
-                                                    if t.task == task and t.name in errors})
+                                                    if t.task == task and t.name in errors}, child.over_cpu)
             for task in {t.task for t in tests} if task in rules}
     for t in tests:
         message = child.messages.get(t.name)

@@ -232,9 +232,21 @@ def refusal_message(task: str, policy: Policy, refused: list[Refusal]) -> str:
     return f"{REFUSED}, not run: task {task}'s code {policy.describe()}{why}; yours uses {first}{more}"
 
 
-def voided(task: str, policy: Policy, errors: dict[str, dict]) -> str:
+# The CPU seconds a child grading a task that may not differentiate numerically may use in all, measured and
+# enforced by the grader from outside: the large probe's budget (probes.BUDGET, 30 s, which the child itself
+# enforces first, with a message) and as much again for starting Python, NumPy and the other probes. Code that
+# swallows the child's own alarm is stopped here, and its task earns nothing.
+DERIVED_CPU = 60.0
+
+
+def voided(task: str, policy: Policy, errors: dict[str, dict], over_cpu: bool = False) -> str:
     """Why every test of ``task`` fails, when one probe found the code breaking the policy at run time (a call
-    it may not make, or the large input's time budget: numerical differentiation); "" when none did."""
+    it may not make, or the large input's time budget: numerical differentiation), or when the grader stopped
+    the child at its CPU time (``over_cpu``) under a policy that forbids differentiating numerically; "" else."""
+    if over_cpu and not policy.numerical:
+        return (f"{REFUSED}: task {task}'s code {policy.describe()}; at run time, it used more than "
+                f"{DERIVED_CPU:g} s of CPU time, where a derived backward takes milliseconds (is it differentiating "
+                "numerically?)")
     for error in errors.values():
         if error["type"] == "PolicyError" or (error["type"] == "OverBudget" and not policy.numerical):
             return f"{REFUSED}: task {task}'s code {policy.describe()}; at run time, {error['message'][:300]}"

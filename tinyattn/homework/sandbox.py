@@ -54,11 +54,16 @@ class Limits:
     processes: int = 8  # processes of the student user; as the grader's own user, this many more than it has
     output: int = 64 << 10
     channel: int = 64 << 20
+    cpu: float | None = None  # CPU seconds the child may use in all, watched from outside (None: ``seconds``)
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the child may use: ``cpu``, else as many seconds as the clock allows it."""
+        return self.seconds if self.cpu is None else self.cpu
 
     def rlimits(self, as_student: bool) -> dict[str, int]:
         """The ``resource`` limits the runner sets on itself before importing the student's code."""
         processes = self.processes if as_student else len(_processes_of(os.getuid())) + self.processes
-        return {"RLIMIT_CPU": int(self.seconds) + 1, "RLIMIT_AS": self.memory, "RLIMIT_FSIZE": self.file_size,
+        return {"RLIMIT_CPU": int(self.cpu_seconds()) + 1, "RLIMIT_AS": self.memory, "RLIMIT_FSIZE": self.file_size,
                 "RLIMIT_CORE": 0, "RLIMIT_NPROC": processes}
 
 
@@ -321,6 +326,7 @@ class ChildRun:
     removed: int = 0  # files, folders and IPC objects of the student user left in shared places (all deleted)
     cleanup: list[str] = field(default_factory=list)  # what the cleanup after the child could not do
     out_of_memory: bool = False  # the kernel stopped the task at its memory cgroup's limit
+    over_cpu: bool = False  # the grader stopped the child at its CPU time (``Limits.cpu``), measured from outside
 
 
 _TASKS = itertools.count()  # (names each task's cgroup)
@@ -363,6 +369,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         except OSError:  # the child died before reading its request
             pass
         output, channel, run.ended = _collect(proc, proc.stdout.fileno(), read_fd, limits)
+        run.over_cpu = run.ended.startswith(OVER_CPU)
     finally:
         run.cleanup += _clean_up(proc, iso, group, run)
         os.close(read_fd)
@@ -424,8 +431,22 @@ def _clean_up(proc: subprocess.Popen | None, iso: Isolation, group: confine.Task
     return [p for p in problems if p]
 
 
+OVER_CPU = "used more than"  # how ``ended`` begins when the child was stopped at its CPU time
+
+
+def cpu_time(pid: int) -> float:
+    """The CPU seconds process ``pid`` (all its threads) has used, read from /proc by the grader; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime, in clock ticks
+
+
 def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limits) -> tuple[bytes, bytes, str]:
-    """Read the child's output and channel, each up to its cap, until both close or time is up."""
+    """Read the child's output and channel, each up to its cap, until both close, time is up, or the child has used
+    its CPU time (watched here, from outside: nothing the child does can stop the watch)."""
     kept = {out_fd: bytearray(), channel_fd: bytearray()}
     caps = {out_fd: limits.output, channel_fd: limits.channel}
     ended, over = "", False
@@ -438,6 +459,9 @@ def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limit
         now = time.monotonic()
         if now >= deadline:
             ended = f"timed out after {limits.seconds:g} s"
+            break
+        if grace is None and cpu_time(proc.pid) > limits.cpu_seconds():
+            ended = f"{OVER_CPU} {limits.cpu_seconds():g} s of CPU time"
             break
         if grace is None and proc.poll() is not None:
             grace = now + 1.0
