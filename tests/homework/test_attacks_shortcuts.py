@@ -187,3 +187,50 @@ def test_numerical_differentiation_with_the_child_s_alarm_off_is_stopped_from_ou
     assert "the student's process used more than 60 s of CPU time" in log
     assert "refused by the task's policy" in student_visible(results)
     assert "used more than 60 s of CPU time" in student_visible(results)
+
+
+# The probes run again by the task's code (an honest backward cannot pass the run-time watch, so it computes the
+# gradient by autograd): their results, right ones, written on the channel before the runner sends its refusal
+FORGED_FIRST = """
+import json, os, sys
+import tinyattn
+probes, runner = sys.modules["probes"], sys.modules["__main__"]
+frame, seed = sys._getframe(), None
+while frame is not None:  # the seed the runner called the probe with
+    if isinstance(frame.f_locals.get("seed"), int):
+        seed = frame.f_locals["seed"]
+    frame = frame.f_back
+if not getattr(probes, "forging", False):
+    probes.forging = True
+    for name in ("test_softmax_gradients", "test_softmax_backward_reference"):
+        arrays = getattr(probes, name)(seed)
+        line = json.dumps({"test": name, "arrays": {k: runner._encode(v) for k, v in arrays.items()}}) + "\\n"
+        for fd in range(3, 64):  # (the channel is one of them)
+            try:
+                os.write(fd, line.encode())
+            except OSError:
+                pass
+    probes.forging = False
+(y,) = ctx.saved_tensors
+x = tinyattn.tensor(np.log(np.maximum(y, 1e-300)), requires_grad=True)
+(x.exp() / x.exp().sum(dim=ctx.dim, keepdim=True)).backward(tinyattn.tensor(grad_output))
+return (x.grad.numpy(),)
+"""
+
+
+@pytest.fixture(scope="module")
+def watched_calls(tmp_path_factory):
+    """An instructor's policy that allows imports and watches the calls into the package at run time."""
+    def edit(data):
+        data["tasks"]["softmax_backward"]["policy"] = {"calls": []}
+    return _assignment(tmp_path_factory, "watched", edit=edit)
+
+
+def test_results_written_on_the_channel_before_the_runner_s_refusal_earn_nothing(watched_calls):
+    """The runner sends one result per test; the grader counted the first that came. Right results written first
+    by the task's code, then the runner's refusal: the task's 4 points before; now a test with more than one
+    result keeps the refusal, and the task earns nothing."""
+    results, log, _ = attack(watched_calls, FORGED_FIRST, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(watched_calls, results, log)
+    assert "had more than one result on the results channel" in log
+    assert "refused by the task's policy" in student_visible(results)

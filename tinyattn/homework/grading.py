@@ -273,6 +273,9 @@ def run_graded(
         run.log.append(f"the student's process {child.ended}")
     if child.malformed:
         run.log.append(f"{child.malformed} malformed line(s) on the results channel (ignored)")
+    if child.forged:
+        run.log.append(f"{child.forged} test(s) had more than one result on the results channel: the task's code "
+                       "wrote the others, and none of them counts")
     if child.leftovers:
         run.log.append(f"killed {child.leftovers} process(es) the student's code left running")
     if child.removed:

@@ -327,6 +327,7 @@ class ChildRun:
     cleanup: list[str] = field(default_factory=list)  # what the cleanup after the child could not do
     out_of_memory: bool = False  # the kernel stopped the task at its memory cgroup's limit
     over_cpu: bool = False  # the grader stopped the child at its CPU time (``Limits.cpu``), measured from outside
+    forged: int = 0  # tests whose result came more than once on the channel (none of them counts)
 
 
 _TASKS = itertools.count()  # (names each task's cgroup)
@@ -382,6 +383,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         run.ended = (run.ended + "; " if run.ended else "") + (
             f"reached the task's memory limit ({(iso.fences or confine.Fences()).task_memory >> 20} MiB)")
     run.output = untrusted.text(output.decode("utf-8", "replace"))
+    received: dict[str, list[dict]] = {}
     for line in channel.split(b"\n"):
         if not line.strip():
             continue
@@ -389,8 +391,28 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
         if message is None:
             run.malformed += 1
         else:
-            run.messages.setdefault(message["test"], message)
+            received.setdefault(message["test"], []).append(message)
+    for test, messages in received.items():
+        run.messages[test] = _one_result(test, messages)
+        run.forged += len(messages) > 1
     return run
+
+
+REFUSALS = ("PolicyError", "OverBudget")  # what the runner sends when the task's code broke its policy at run time
+
+
+def _one_result(test: str, messages: list[dict]) -> dict:
+    """The result of ``test``: the runner sends one message per test, so when the channel carried several, the
+    task's code wrote the others, before or after the runner's. Then no arrays count, whichever came first: a
+    refusal among them stands (the policy's verdict), else the test fails."""
+    if len(messages) == 1:
+        return messages[0]
+    for message in messages:
+        if "error" in message and message["error"]["type"] in REFUSALS:
+            return message
+    why = (f"{len(messages)} results came for this test on the channel, where the runner sends one: the task's code "
+           "wrote the others")
+    return {"test": test, "error": {"type": "ForgedResult", "message": why, "frames": []}}
 
 
 def _clean_up(proc: subprocess.Popen | None, iso: Isolation, group: confine.TaskGroup, run: ChildRun) -> list[str]:
