@@ -122,3 +122,48 @@ def test_the_attention_core_is_short_and_multihead_attention_uses_it(monkeypatch
     x = tinyattn.randn(3, 2, 4)
     mha(x, x, x)
     assert calls == [1]
+
+
+SPINE = [PACKAGE / "autograd" / name for name in ("function.py", "engine.py", "tensor.py")] + OPS
+
+
+def _plain_code_faults(source, name):
+    """What makes ``source`` packed rather than plain: statements joined by ``;``, conditional expressions nested in
+    one another or inside an ``if``/``while`` condition, and comments about a measured cost."""
+    faults = []
+    tree = ast.parse(source, filename=name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.IfExp) and any(isinstance(part, ast.IfExp) for part in (node.test, node.body,
+                                                                                        node.orelse)):
+            faults.append(f"{name}:{node.lineno}: a conditional expression inside another")
+        if isinstance(node, (ast.If, ast.While)) and any(isinstance(n, ast.IfExp) for n in ast.walk(node.test)):
+            faults.append(f"{name}:{node.lineno}: a conditional expression inside a condition")
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            for first, second in zip(body, body[1:]):
+                if first.end_lineno == second.lineno:
+                    faults.append(f"{name}:{second.lineno}: two statements on one line")
+    for number, line in enumerate(source.split("\n"), 1):
+        comment = line.split("#", 1)[1] if "#" in line else ""
+        if any(word in comment for word in (" µs", "% at ", "% faster", "% slower", "x slower", "x faster",
+                                            "count_instructions")):
+            faults.append(f"{name}:{number}: a comment about a measured cost")
+    return faults
+
+
+def test_the_autograd_spine_is_plain_code():
+    """The files a student reads for the chain rule: one statement per line, no conditional expression nested in
+    another or in a condition, no comment about a measured cost (those belong in commit messages and
+    docs/performance.md)."""
+    faults = [f for path in SPINE for f in _plain_code_faults(path.read_text(encoding="utf-8"), path.name)]
+    assert faults == []
+
+
+def test_the_plain_code_check_finds_each_kind_of_packing():
+    packed = ("a = 1; b = 2\n"
+              "c = 1 if a else 2 if b else 3\n"
+              "if a if b else c:\n    pass\n"
+              "d = 0  # a call costs 2% at the chapter's size\n")
+    assert sorted(_plain_code_faults(packed, "x.py")) == [
+        "x.py:1: two statements on one line", "x.py:2: a conditional expression inside another",
+        "x.py:3: a conditional expression inside a condition", "x.py:5: a comment about a measured cost"]
