@@ -116,7 +116,11 @@ def test_a_second_order_trace_names_the_backward_each_step_differentiates():
                for s in inside)
     text = str(steps)
     assert f"differentiates the backward of Softmax (step {softmax_first.index}): {formula}" in text
-    assert "dX = t" in text or "= dX ⊙ dX" in text  # (the gradient the first pass computed is called dX)
+    assert "= dX ⊙ dX" in text  # (the gradient the first pass computed, a tensor now, is called dX)
+    # the second pass's own gradients are d₂: of the forward's P, d₂P; of the first pass's dP, d₂(dP)
+    assert all(s.order == 1 for s in steps[:softmax_first.index])
+    assert all(s.order == 2 for s in steps[softmax_first.index:])
+    assert "d₂P = " in text and "d₂(dX) arrives" in text
     # the gradients that reach X in the trace add up to the second derivative backward() left in X.grad
     second = [g.array for s in steps if s.index > softmax_first.index for g in s.grads if g.name == "X"]
     np.testing.assert_allclose(sum(second), x.grad.numpy(), rtol=1e-12)
@@ -141,3 +145,4 @@ def test_a_second_order_trace_through_attention_renders_every_view():
         "the backward of Softmax", "the backward of MatMul", "the backward of LinearFn", "the forward's Softmax again",
         "the backward of Reshape", "the forward's LinearFn again"}
     assert str(steps) and steps.table() and "<html" in steps.html()
+    assert "d₂(dattn_output) = " in str(steps)  # (the second pass's gradient of a first pass's gradient)

@@ -71,7 +71,7 @@ def steps_html(steps: Trace) -> str:
         flops = f"{cost[0]:,} / {cost[1]:,}" if cost is not None else "?"
         saved = sum(b for _, _, b in step.saved)
         grads = "<br>".join(f"{esc(g.formula)} <span class='shape'>{esc(str(g.shape))}</span>" for g in step.grads)
-        sources = "<br>".join(f"<code>{esc(g.source)}</code> ({esc(grad_name(g.name).split(' (')[0])})"
+        sources = "<br>".join(f"<code>{esc(g.source)}</code> ({esc(grad_name(g.name, step.order).split(' (')[0])})"
                               for g in step.grads)
         rows.append(f"<tr><td>{step.index}</td><td>{esc(step.op)}</td><td>{esc(step.forward)}</td>"
                     f"<td>{grads}</td><td>{flops}</td><td>{saved:,} B</td><td>{sources}</td></tr>")

@@ -72,8 +72,8 @@ def page_data(steps: Trace, weights: np.ndarray | None) -> dict[str, Any]:
         entries.append({
             "index": step.index, "op": step.op, "output": step.output, "forward": step.forward,
             "node": dom_id(("step", step.index)), "edges": into.get(step.index, []),
-            "arrives": f"{grad_name(step.output)} {tuple(step.grad_output_shape)}",
-            "grads": [{"name": grad_name(g.name), "formula": g.formula, "shape": str(tuple(g.shape)),
+            "arrives": f"{grad_name(step.output, step.order)} {tuple(step.grad_output_shape)}",
+            "grads": [{"name": grad_name(g.name, step.order), "formula": g.formula, "shape": str(tuple(g.shape)),
                        "source": g.source, "heat": _heat(g.array)} for g in step.grads],
             "flops": list(cost) if cost is not None else None,
             "saved": int(sum(b for _, _, b in step.saved)),

@@ -64,15 +64,20 @@ class Step:
     # in a second pass (a gradient of a gradient): the first pass's step whose backward formula this op is part
     # of, e.g. "the backward of Softmax (step 3): dS = P ⊙ (dP − rowsum(dP ⊙ P))"; "" in a first pass
     differentiates: str = ""
+    # 1 in a first pass; 2 in the pass that differentiates a first pass's gradients, whose gradients are written
+    # d₂Z (dL₂/dZ), so that they are not taken for the first pass's dZ, which are tensors of their own there
+    order: int = 1
 
     def __str__(self) -> str:
         lines = [f"[{self.index:2d}] {self.op:<10} {self.forward}"]
         if self.differentiates:
             lines.append(f"     differentiates {self.differentiates}")
-        lines.append(f"     {grad_name(self.output)} arrives: {_fmt_shape(self.grad_output_shape)}  "
-                     f"|{grad_name(self.output)}| = {self.grad_output_norm:.4g}")
+        arriving = grad_name(self.output, self.order)
+        lines.append(f"     {arriving} arrives: {_fmt_shape(self.grad_output_shape)}  |{arriving}| = "
+                     f"{self.grad_output_norm:.4g}")
         for g in self.grads:
-            lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |{grad_name(g.name)}| = {g.norm:.4g}")
+            lines.append(f"     {g.formula:<48} -> {_fmt_shape(g.shape)}  |{grad_name(g.name, self.order)}| = "
+                         f"{g.norm:.4g}")
         lines.append(f"     backward: {self.source_lines()}")
         return "\n".join(lines)
 
@@ -82,7 +87,7 @@ class Step:
         parts = []
         for g in self.grads:
             where = g.source.split(":", 1)[1] if g.source.startswith(path + ":") else g.source
-            parts.append(f"{where} ({grad_name(g.name).split(' (')[0]})")
+            parts.append(f"{where} ({grad_name(g.name, self.order).split(' (')[0]})")
         name = self.source.split(" ")[-1]  # "(Softmax.backward)"
         return f"{path}:" + ", :".join(parts) + f" {name}" if parts else self.source
 
@@ -261,10 +266,12 @@ def _format_value(value: Any) -> str:
     return str(tuple(int(v) for v in value)) if isinstance(value, tuple) else str(value)
 
 
-def render(template: str, out: str, inputs: list[str], position: int, ctx: Any, out_shape: tuple[int, ...]) -> str:
+def render(template: str, out: str, inputs: list[str], position: int, ctx: Any, out_shape: tuple[int, ...],
+           order: int = 1) -> str:
     """Fill a formula template with names: ``{out}``, ``{0}``, ``{1}``..., ``{i}``, ``{out_shape}``, a ``ctx`` field.
 
-    ``d{1}`` is the gradient's name (``grad_name``) and ``{1}ᵀ`` the transpose's (``transposed``),
+    ``d{1}`` is the gradient's name (``grad_name``; in a second pass, ``order=2``, ``d₂``) and ``{1}ᵀ`` the
+    transpose's (``transposed``),
     so ``K_h`` gives ``dK_h`` and ``(K_h)ᵀ``, and ``(K_h)ᵀ`` gives ``d(K_h)ᵀ`` and ``K_h``.
     """
     names = {"out": out, "i": inputs[position] if position < len(inputs) else "?"}
@@ -278,7 +285,7 @@ def render(template: str, out: str, inputs: list[str], position: int, ctx: Any, 
                 values[key] = _format_value(getattr(ctx, key, "…"))
             return prefix + values[key] + suffix
         label = transposed(names[key]) if suffix else names[key]
-        return grad_name(label) if prefix else label
+        return grad_name(label, order) if prefix else label
 
     return re.sub(r"(d?)\{(\w+)\}(ᵀ?)", fill, template)
 
@@ -294,11 +301,15 @@ def transposed(label: str) -> str:
     return f"({label})ᵀ"
 
 
-def grad_name(label: str) -> str:
-    """The name of ``dL/d label``: ``dQ``, ``dK_h``, ``d(K_h)ᵀ``, ``d(QKᵀ)``, ``dt3 (3, 5, 2, 8)``."""
+def grad_name(label: str, order: int = 1) -> str:
+    """The name of ``dL/d label``: ``dQ``, ``dK_h``, ``d(K_h)ᵀ``, ``d(QKᵀ)``, ``dt3 (3, 5, 2, 8)``; in a second pass
+    (``order=2``), of ``dL₂/d label``: ``d₂Q``, ``d₂(dQ)``."""
+    d = "d" if order == 1 else "d₂"
     if "ᵀ" in label and not label.startswith("("):
-        return f"d({label})"
-    return "d" + label
+        return f"{d}({label})"
+    if order == 2 and label.startswith("d"):  # the gradient of a first pass's gradient: d₂(dP)
+        return f"{d}({label})"
+    return d + label
 
 
 def _constant_label(value: Any) -> str:
@@ -325,9 +336,11 @@ class _Recorder:
         self.inside: list[Node] = []
         self.origin_of: dict[Node, Node] = {}
         self.grad_names: dict[Node, str] = {}
+        self.recorded_a_pass = False  # has a backward run as recorded ops (so a plain pass now is a second one)
 
     def begin_backward_of(self, node: Node) -> None:
         self.inside.append(node)
+        self.recorded_a_pass = True
 
     def end_backward_of(self, node: Node) -> None:
         self.inside.pop()
@@ -376,7 +389,9 @@ class _Recorder:
         return f"the backward of {origin.name}{where}: {formulas}"
 
     def backward(self, node: Node, grad_output: Any, grad_inputs: tuple[Any, ...]) -> None:
-        grad_output = np.asarray(getattr(grad_output, "array", grad_output))  # (a Tensor with create_graph=True)
+        recorded = hasattr(grad_output, "array")  # (a Tensor: this backward runs as recorded ops, create_graph=True)
+        order = 2 if self.recorded_a_pass and not recorded else 1
+        grad_output = np.asarray(getattr(grad_output, "array", grad_output))
         index = len(self.steps) + 1
         earlier = self.step_of_node.get(node)
         self.step_of_node[node] = index
@@ -396,7 +411,7 @@ class _Recorder:
             g = InputGrad(
                 position=position,
                 name=labels[position],
-                formula=render(template, out, labels, position, node.ctx, grad_output.shape),
+                formula=render(template, out, labels, position, node.ctx, grad_output.shape, order),
                 shape=tuple(np.shape(ig)),
                 norm=float(np.linalg.norm(np.asarray(getattr(ig, "array", ig), dtype=np.float64))),
                 array=np.array(getattr(ig, "array", ig), copy=True),
@@ -424,6 +439,7 @@ class _Recorder:
                 saved=self.saved.get(node, []),
                 grad_positions=[g.position for g in grads],
                 differentiates=self.differentiated(node, earlier),
+                order=order,
             )
         )
 
