@@ -15,6 +15,7 @@ from mkdocs.structure.files import File, Files
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reading_path  # noqa: E402 - (scripts/reading_path.py, beside this file)
+
 PAGES = {"index.md": "README.md", "examples.md": os.path.join("examples", "README.md")}
 
 

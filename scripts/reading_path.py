@@ -34,7 +34,8 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
       ("tinyattn/nn/functional.py", "# 3. head_i = softmax(Q_i K_iᵀ / √d_k + M) V_i, all heads at once",
        "step 3, attention"),
       ("tinyattn/nn/functional.py", "# 4. Concat(head_1, ..., head_h)", "step 4, the concatenation"),
-      ("tinyattn/nn/functional.py", "# 5. Output projection: Concat(...) W^Oᵀ + b^O", "step 5, the output projection")]),
+      ("tinyattn/nn/functional.py", "# 5. Output projection: Concat(...) W^Oᵀ + b^O",
+       "step 5, the output projection")]),
     ("A projection and its gradients",
      "`Y = X Wᵀ + b`: `dX = dY W`, `dW = (dY)ᵀ X` (summed over the batch), `db = dY` summed.",
      [("tinyattn/autograd/ops/matmul.py", "class LinearFn(Function):", "the op, forward and backward together")]),
@@ -97,7 +98,8 @@ def source_page(path: str) -> str:
     """The site's page of one source file: its lines, numbered, each an anchor ``L<n>`` the reading path links."""
     with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         lines = f.read().split("\n")
-    rows = [f'<span id="L{n}"><a href="#L{n}">{n:4d}</a>  {html.escape(line)}</span>' for n, line in enumerate(lines, 1)]
+    rows = [f'<span id="L{n}"><a href="#L{n}">{n:4d}</a>  {html.escape(line)}</span>'
+            for n, line in enumerate(lines, 1)]
     return f"# {path}\n\n<pre class=\"source\">" + "\n".join(rows) + "</pre>\n"
 
 

@@ -24,7 +24,8 @@ def test_each_link_lands_on_the_line_it_quotes():
     assert len(links) >= 15
     for quoted, path, line in links:
         source = reading_path.source_page(path)
-        row = next(r for r in source.split("\n") if r.startswith(f'<span id="L{line}">') or f'<pre class="source"><span id="L{line}">' in r)
+        anchor = f'<span id="L{line}">'
+        row = next(r for r in source.split("\n") if r.startswith(anchor) or f'<pre class="source">{anchor}' in r)
         assert html.escape(quoted) in row, (path, line, quoted)
         assert (ROOT / path).read_text(encoding="utf-8").split("\n")[int(line) - 1].find(quoted) >= 0
 

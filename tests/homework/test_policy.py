@@ -84,7 +84,8 @@ def test_a_local_variable_may_have_any_name():
 
 
 @pytest.mark.parametrize("code, why", [
-    (["        x = 1", "        return (", "        import os"], "SyntaxError: '(' was never closed (line 2 of your code)"),
+    (["        x = 1", "        return (", "        import os"],
+     "SyntaxError: '(' was never closed (line 2 of your code)"),
     (["        x = 1", "        y = 2  # \0"], "a NUL byte (line 2 of your code)"),
     (["        z = " + "-" * 200_000 + "1"], "code nested too deeply for Python's parser"),
 ], ids=["a syntax error", "a NUL byte", "nesting deeper than the parser goes"])

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .function import Context, Function, Node
 from . import grad_mode
+from .function import Context, Function, Node
 from .grad_mode import enable_grad
 from .tensor import Tensor
 

@@ -71,7 +71,8 @@ def scale_table(rows: Sequence[ScaleRow]) -> str:
     """The measurements as a text table: one line per ``d_k``, without and with the scale side by side."""
     header = (f"{'d_k':>5}  {'√d_k':>6}  {'std of logits':>17}  {'largest weight':>16}  "
               f"{'|dS| per row':>15}")
-    under = f"{'':>5}  {'':>6}  {'no scale':>8} {'scaled':>8}  {'no scale':>8} {'scaled':>7}  {'no scale':>8} {'scaled':>6}"
+    under = (f"{'':>5}  {'':>6}  {'no scale':>8} {'scaled':>8}  {'no scale':>8} {'scaled':>7}  "
+             f"{'no scale':>8} {'scaled':>6}")
     lines = [header, under, "-" * len(header)]
     for r in rows:
         lines.append(f"{r.d_k:>5}  {np.sqrt(r.d_k):>6.2f}  {r.logit_std[0]:>8.2f} {r.logit_std[1]:>8.2f}  "

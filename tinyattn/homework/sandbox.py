@@ -369,8 +369,7 @@ def run_child(work: Workdir, tests: list[str], seed: int, limits: Limits, iso: I
             proc.stdin.close()
         except OSError:  # the child died before reading its request
             pass
-        output, channel, run.ended = _collect(proc, proc.stdout.fileno(), read_fd, limits)
-        run.over_cpu = run.ended.startswith(OVER_CPU)
+        output, channel, run.ended, run.over_cpu = _collect(proc, proc.stdout.fileno(), read_fd, limits)
     finally:
         run.cleanup += _clean_up(proc, iso, group, run)
         os.close(read_fd)
@@ -453,9 +452,6 @@ def _clean_up(proc: subprocess.Popen | None, iso: Isolation, group: confine.Task
     return [p for p in problems if p]
 
 
-OVER_CPU = "used more than"  # how ``ended`` begins when the child was stopped at its CPU time
-
-
 def cpu_time(pid: int) -> float:
     """The CPU seconds process ``pid`` (all its threads) has used, read from /proc by the grader; 0 if it is gone."""
     try:
@@ -466,12 +462,13 @@ def cpu_time(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime, in clock ticks
 
 
-def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limits) -> tuple[bytes, bytes, str]:
+def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limits) -> tuple[bytes, bytes, str, bool]:
     """Read the child's output and channel, each up to its cap, until both close, time is up, or the child has used
-    its CPU time (watched here, from outside: nothing the child does can stop the watch)."""
+    its CPU time (watched here, from outside: nothing the child does can stop the watch). Returns the output, the
+    channel, how the child ended ("" if it exited), and whether it was stopped at its CPU time."""
     kept = {out_fd: bytearray(), channel_fd: bytearray()}
     caps = {out_fd: limits.output, channel_fd: limits.channel}
-    ended, over = "", False
+    ended, over, over_cpu = "", False, False
     selector = selectors.DefaultSelector()
     for fd in kept:
         selector.register(fd, selectors.EVENT_READ)
@@ -483,7 +480,7 @@ def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limit
             ended = f"timed out after {limits.seconds:g} s"
             break
         if grace is None and cpu_time(proc.pid) > limits.cpu_seconds():
-            ended = f"{OVER_CPU} {limits.cpu_seconds():g} s of CPU time"
+            ended, over_cpu = f"used more than {limits.cpu_seconds():g} s of CPU time", True
             break
         if grace is None and proc.poll() is not None:
             grace = now + 1.0
@@ -500,7 +497,7 @@ def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limit
     selector.close()
     if over and not ended:
         ended = f"sent more than {limits.channel} bytes of results"
-    return bytes(kept[out_fd]), bytes(kept[channel_fd]), ended
+    return bytes(kept[out_fd]), bytes(kept[channel_fd]), ended, over_cpu
 
 
 def _stop(proc: subprocess.Popen) -> set[int]:
