@@ -280,7 +280,7 @@ def test_each_gradient_points_at_the_line_that_computes_it():
                 checked.add(key)
             assert "def backward" not in span[0], g.source  # not the def line any more
     assert checked == set(expected)
-    assert re.search(r"backward: tinyattn/autograd/ops/matmul\.py:\d+ \(dconcat\), :\d+ \(dW\^O\), :\d+ \(db\^O\) "
+    assert re.search(r"backward: tinyattn/autograd/core/ops/matmul\.py:\d+ \(dconcat\), :\d+ \(dW\^O\), :\d+ \(db\^O\) "
                      r"\(LinearFn\.backward\)", str(steps[0]))
 
 

@@ -8,6 +8,7 @@ import cycle between ops and ``Tensor`` fails here.
 import ast
 import inspect
 import pathlib
+import sys
 
 import tinyattn
 from tinyattn import nn
@@ -17,7 +18,7 @@ from tinyattn.nn import functional as F
 
 PACKAGE = pathlib.Path(tinyattn.__file__).parent
 LIBRARY = [p for p in PACKAGE.rglob("*.py") if "homework" not in p.parts]
-OPS = sorted((PACKAGE / "autograd" / "ops").glob("*.py"))
+OPS = sorted((PACKAGE / "autograd" / "core" / "ops").glob("*.py"))
 
 
 def parse(path):
@@ -30,11 +31,17 @@ def test_no_wrong_answers_in_the_library_source():
 
 
 def test_a_node_keeps_what_backward_needs_and_nothing_for_display():
-    # op, saved arrays, where gradients go, their expected shape/dtype, the .grad target, freed flag,
-    # the versions of the saved inputs (backward's safety check, and for a backward recorded as ops the inputs
-    # that saved arrays are), and a fused op's inputs (its composed twin recomputes from them)
-    assert set(Node.__slots__) == {"fn", "ctx", "edges", "input_meta", "retained", "released", "saved_versions",
-                                   "inputs", "__weakref__"}
+    # the core's node: the op, what forward saved, where the inputs' gradients go and their expected shape/dtype
+    a = tinyattn.randn(2, 3, requires_grad=True)
+    b = tinyattn.randn(3, 4)
+    node = (a @ b).grad_fn
+    assert isinstance(node, Node)
+    assert set(vars(node)) == {"fn", "ctx", "edges", "input_meta", "saved_versions"}
+    # torch's node adds the versions of the saved inputs (backward's safety check; for a backward recorded as ops,
+    # the inputs that saved arrays are); once freed, only the op and the edges are left
+    (a @ b).sum().backward()
+    node.release()
+    assert node.ctx is None and node.input_meta == () and node.saved_versions == () and len(node.edges) == 2
 
 
 def test_the_engine_takes_no_hook():
@@ -85,7 +92,7 @@ def functions_in_ops():
 
 
 def test_the_ops_index_lists_every_op_in_its_file():
-    index = (PACKAGE / "autograd" / "ops" / "__init__.py").read_text(encoding="utf-8")
+    index = (PACKAGE / "autograd" / "core" / "ops" / "__init__.py").read_text(encoding="utf-8")
     listed = set()
     for line in index.splitlines():
         if line.startswith("- ``") and ".py``:" in line:
@@ -95,8 +102,8 @@ def test_the_ops_index_lists_every_op_in_its_file():
 
 
 # torch's module names that are also an op's: each module's docstring sends the reader to the op
-SHARED_WITH_TORCH = {"Softmax": "ops/softmax.py", "LogSoftmax": "ops/softmax.py", "Tanh": "ops/elementwise.py",
-                     "Sigmoid": "ops/elementwise.py"}
+SHARED_WITH_TORCH = {"Softmax": "core/ops/softmax.py", "LogSoftmax": "core/ops/softmax.py",
+                     "Tanh": "core/ops/elementwise.py", "Sigmoid": "core/ops/elementwise.py"}
 
 
 def test_functions_and_modules_never_share_a_name():
@@ -124,7 +131,31 @@ def test_the_attention_core_is_short_and_multihead_attention_uses_it(monkeypatch
     assert calls == [1]
 
 
-SPINE = [PACKAGE / "autograd" / name for name in ("function.py", "engine.py", "tensor.py")] + OPS
+CORE = sorted((PACKAGE / "autograd" / "core").rglob("*.py"))
+
+
+def test_the_core_imports_only_the_standard_library_numpy_and_itself():
+    """core/ is the lesson: whatever else tinyattn holds, a student reading it meets nothing from outside."""
+    core = PACKAGE / "autograd" / "core"
+    for path in CORE:
+        for node in ast.walk(parse(path)):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = path.parent
+                for _ in range(node.level - 1):
+                    target = target.parent
+                assert target == core or core in target.parents, (path.name, node.lineno)
+            elif isinstance(node, ast.ImportFrom):
+                top = (node.module or "").split(".")[0]
+                assert top == "numpy" or top in sys.stdlib_module_names, (path.name, node.lineno, node.module)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    assert top == "numpy" or top in sys.stdlib_module_names, (path.name, node.lineno, alias.name)
+    assert {p.name for p in CORE} >= {"__init__.py", "tensor.py", "function.py", "engine.py", "checks.py",
+                                      "grad_mode.py", "dtypes.py", "softmax.py", "matmul.py"}
+
+
+SPINE = CORE
 
 
 def _plain_code_faults(source, name):
@@ -167,3 +198,68 @@ def test_the_plain_code_check_finds_each_kind_of_packing():
     assert sorted(_plain_code_faults(packed, "x.py")) == [
         "x.py:1: two statements on one line", "x.py:2: a conditional expression inside another",
         "x.py:3: a conditional expression inside a condition", "x.py:5: a comment about a measured cost"]
+
+
+def _imports_under(folder, package):
+    """Each module under ``folder`` (dotted, inside ``package``) -> the modules of the same tree it imports, at the
+    top or inside a function (what a type checker alone reads, under ``if TYPE_CHECKING:``, left out)."""
+    graph = {}
+    for path in sorted(folder.rglob("*.py")):
+        parts = path.relative_to(folder.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        here = list(parts[:-1])
+        checking = set()
+        tree = parse(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                checking.update(id(n) for n in ast.walk(node))
+        targets = set()
+        for node in ast.walk(tree):
+            if id(node) in checking or not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = here[: len(here) - node.level + 1]
+            module = ".".join(base + (node.module.split(".") if node.module else []))
+            for alias in node.names:
+                child = f"{module}.{alias.name}"
+                targets.add(child if child in graph or (folder.parent / (child.replace(".", "/") + ".py")).exists()
+                            else module)
+        graph[name] = targets
+    return {name: {t for t in targets if t in graph and t != name} for name, targets in graph.items()}
+
+
+def _a_circle(graph):
+    """One import circle of ``graph`` (a list of modules, the first repeated at the end), or None."""
+    state = {}
+
+    def visit(name, path):
+        state[name] = "open"
+        for target in sorted(graph[name]):
+            if state.get(target) == "open":
+                return path[path.index(target):] + [target]
+            if target not in state:
+                found = visit(target, path + [target])
+                if found:
+                    return found
+        state[name] = "done"
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            found = visit(name, [name])
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_under_autograd():
+    """Each module of autograd/ imports only what lies below it (a package imports its own modules: not a
+    circle), so that it can be read, and tested, from the bottom up."""
+    graph = _imports_under(PACKAGE / "autograd", "tinyattn")
+    for name in graph:
+        graph[name] = {t for t in graph[name] if not t.startswith(name + ".")}
+    assert graph["autograd.tensor"] and _a_circle(graph) is None, _a_circle(graph)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _a_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _a_circle({"a": {"b"}, "b": set()}) is None

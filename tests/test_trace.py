@@ -50,7 +50,7 @@ def test_formulas_shapes_and_sources():
     assert softmax.forward == "P = softmax(S)"
     assert softmax.grads[0].formula == "dS = P ⊙ (dP − rowsum(dP ⊙ P))"
     assert softmax.grads[0].shape == (2, 2, 3, 3)
-    assert softmax.source.startswith("tinyattn/autograd/ops/softmax.py:")
+    assert softmax.source.startswith("tinyattn/autograd/core/ops/softmax.py:")
     path, line = softmax.source.split(" ")[0].split(":")
     with open(path, encoding="utf-8") as f:
         assert "def backward" in f.read().splitlines()[int(line) - 1]

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import tinyattn as ta
-from tinyattn.autograd import engine
-from tinyattn.autograd.function import AccumulateGrad, Function
-from tinyattn.autograd.ops import elementwise
+from tinyattn.autograd import higher_order
+from tinyattn.autograd.core.function import AccumulateGrad, Function
+from tinyattn.autograd.core.ops import elementwise
 from tinyattn.nn import functional as F
 
 
@@ -120,7 +120,7 @@ def test_every_op_that_saves_its_output_says_where(monkeypatch):
 
 
 def _op_modules():
-    from tinyattn.autograd.ops import flash_attention, matmul, reduction, shape, softmax
+    from tinyattn.autograd.core.ops import flash_attention, matmul, reduction, shape, softmax
     return (flash_attention, matmul, reduction, shape, softmax)
 
 
@@ -276,7 +276,7 @@ def test_gradgradcheck_fails_for_a_planted_wrong_second_derivative_of_each_op(op
     random weighting of the op's output gradient. Its value is unchanged (the first derivative stays right);
     its derivative with respect to the output gradient gains a term, which the finite differences do not see."""
     name, fn = CASE_OF_OP[op]
-    record = engine.backward_graph
+    record = higher_order.backward_graph
 
     def planted(node, grad_output):
         grads = record(node, grad_output)
@@ -291,7 +291,7 @@ def test_gradgradcheck_fails_for_a_planted_wrong_second_derivative_of_each_op(op
     tolerance = dict(eps=1e-3, atol=1e-3, rtol=1e-2) if name == "cast_clone" else {}
     call = lambda t: _attention_ops(t) if name == "attention" else fn(ta, t)  # noqa: E731
     assert ta.autograd.gradcheck(call, [x], **tolerance)
-    monkeypatch.setattr(engine, "backward_graph", planted)
+    monkeypatch.setattr(higher_order, "backward_graph", planted)
     assert ta.autograd.gradcheck(call, [x], **tolerance)  # (the first derivative is still right...)
     assert not ta.autograd.gradgradcheck(call, [x], raise_exception=False, **tolerance)  # (...its derivative not)
 

@@ -47,7 +47,7 @@ def test_matmul_batch_mismatch_message():
 @pytest.mark.parametrize("x_shape", [(4,), (3, 4), (2, 3, 4)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_op(rng, x_shape, bias):
-    from tinyattn.autograd.ops.matmul import LinearFn
+    from tinyattn.autograd.core.ops.matmul import LinearFn
 
     x, w = leaf(rng, *x_shape), leaf(rng, 5, 4)
     b = leaf(rng, 5) if bias else None

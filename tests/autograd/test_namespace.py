@@ -111,7 +111,7 @@ def test_bfloat16_can_be_named_but_not_used():
 
 def test_a_dtype_numpy_lacks_names_itself_and_its_reason():
     """Each such name (bfloat16, complex64...) is an ``UnsupportedDtype``: made anew, it refuses with its reason."""
-    from tinyattn.autograd.dtypes import UnsupportedDtype
+    from tinyattn.autograd.core.dtypes import UnsupportedDtype
 
     float8 = UnsupportedDtype("float8_e4m3fn", "NumPy has no float8")
     assert repr(float8) == "tinyattn.float8_e4m3fn"

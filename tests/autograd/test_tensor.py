@@ -31,10 +31,13 @@ def test_attributes():
     t = ta.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert t.shape == (2, 3) and t.ndim == 2 and t.size() == (2, 3) and t.size(-1) == 3
     assert len(t) == 2 and t.is_leaf and t.grad is None
-    assert np.asarray(t.detach()) is t.array and t.detach().cpu().numpy() is t.array  # shares memory, like torch
+    assert np.shares_memory(np.asarray(t.detach()), t.array)  # shares memory, like torch
+    assert np.shares_memory(t.detach().cpu().numpy(), t.array)
     assert ta.tensor(np.array([4.0])).item() == 4.0
     d = t.detach()
-    assert not d.requires_grad and d.array is t.array
+    assert not d.requires_grad
+    d.array[0, 0] = 7.0  # (a write through the detached tensor is seen by the original)
+    assert t.array[0, 0] == 7.0
     assert "requires_grad=True" in repr(t) and "dtype=float64" in repr(t)
     assert "grad_fn=<Mul>" in repr(t * 2.0)
     with pytest.raises(ValueError, match="one-element"):

@@ -30,7 +30,7 @@ from tinyattn.homework import commands
 from .gradescope_box import Box, require_fences, require_isolation, solved_student, student_processes, student_venv
 
 TASKS = ["softmax_backward", "log_softmax_backward", "adam_step"]
-SOFTMAX = os.path.join("tinyattn", "autograd", "ops", "softmax.py")
+SOFTMAX = os.path.join("tinyattn", "autograd", "core", "ops", "softmax.py")
 STUB = 'raise NotImplementedError("task softmax_backward")'
 LATER_STUB = 'raise NotImplementedError("task log_softmax_backward")'
 
@@ -245,7 +245,7 @@ for root in ("@ROOT@/source/grader", "@ROOT@/source/autograder/reference", "@ROO
     answers = importlib.util.module_from_spec(spec)
     sys.modules["answers"] = answers
     spec.loader.exec_module(answers)
-    from answers.autograd.ops.softmax import Softmax as Reference
+    from answers.autograd.core.ops.softmax import Softmax as Reference
     return Reference.backward(ctx, grad_output)
 raise PermissionError("; ".join(errors))
 """
@@ -287,7 +287,7 @@ def test_rewriting_the_judges_where_they_lie_is_refused(assignment):
 
 def _recorded_answers(seed):
     """What softmax's backward returned, keyed by its upstream gradient, in the reference's run of its probes."""
-    from tinyattn.autograd.ops.softmax import Softmax
+    from tinyattn.autograd.core.ops.softmax import Softmax
     from tinyattn.homework.grading import Reference
 
     table, real = {}, Softmax.backward
@@ -387,7 +387,7 @@ stub = 'raise NotImplementedError("task log_softmax_backward")'
 
 TAKE_OVER = """
 import glob
-for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/ops/softmax.py"):
+for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/core/ops/softmax.py"):
     with open(path) as f:
         theirs = f.read()
     if stub in theirs:

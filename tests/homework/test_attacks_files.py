@@ -4,6 +4,7 @@ files only. Each submission also solves one task honestly, which must keep its p
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from tinyattn.homework import commands
 
 TASKS = ["softmax_backward", "adam_step"]
-SOFTMAX = "tinyattn/autograd/ops/softmax.py"
+SOFTMAX = "tinyattn/autograd/core/ops/softmax.py"
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +91,13 @@ def test_a_symbolic_link_to_the_whole_reference_package_earns_nothing(assignment
 
 def test_a_symbolic_link_to_a_reference_folder_earns_nothing(assignment, tmp_path):
     def submit(submission, grader):
-        shutil.rmtree(submission / "tinyattn" / "autograd" / "ops")
-        os.symlink(grader / "tinyattn" / "autograd" / "ops", submission / "tinyattn" / "autograd" / "ops")
+        ops = pathlib.Path("tinyattn", "autograd", "core", "ops")
+        shutil.rmtree(submission / ops)
+        os.symlink(grader / ops, submission / ops)
 
     results, _ = grade(assignment, tmp_path, submit)
     assert results["score"] == points(assignment, "adam_step")
-    assert "tinyattn/autograd/ops is a symbolic link" in results["output"]
+    assert "tinyattn/autograd/core/ops is a symbolic link" in results["output"]
 
 
 def test_files_the_assignment_does_not_name_are_listed_for_the_instructor_and_not_read(assignment, tmp_path):

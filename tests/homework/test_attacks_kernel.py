@@ -155,7 +155,7 @@ frame, seed = sys._getframe(), None
 while frame is not None and seed is None:
     seed = frame.f_locals.get("seed") if isinstance(frame.f_locals.get("seed"), int) else None
     frame = frame.f_back
-from tinyattn.autograd.ops import softmax as ops
+from tinyattn.autograd.core.ops import softmax as ops
 table, real = {}, ops.LogSoftmax.backward
 def recording(ctx, grad_output):
     out = real(ctx, grad_output)

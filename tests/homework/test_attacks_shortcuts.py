@@ -153,7 +153,7 @@ def calls_only(tmp_path_factory):
 def test_a_call_into_the_package_that_the_code_check_lets_through_is_refused_at_run_time(calls_only):
     results, log, _ = attack(calls_only, THROUGH_THE_FORWARD, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(calls_only, results, log)
-    assert "PolicyError: the task's code called " in log and "forward (tinyattn/autograd/ops/softmax.py)" in log
+    assert "PolicyError: the task's code called " in log and "forward (tinyattn/autograd/core/ops/softmax.py)" in log
     assert "refused by the task's policy" in student_visible(results)
 
 

@@ -46,7 +46,7 @@ def test_assign_grade_solve_end_to_end(tmp_path, capsys):
     assert all(p > 0 for p in points.values())
 
     student = out / "student"
-    softmax_py = (student / "tinyattn" / "autograd" / "ops" / "softmax.py").read_text()
+    softmax_py = (student / "tinyattn" / "autograd" / "core" / "ops" / "softmax.py").read_text()
     assert 'raise NotImplementedError("task softmax_backward")' in softmax_py
     assert "rowsum" not in softmax_py.split("class LogSoftmax")[0].split("def backward")[1]  # the answer is gone
     for path in student.rglob("*.py"):
@@ -93,7 +93,7 @@ def test_grading_survives_a_syntax_error_and_a_hang(tmp_path):
     out = tmp_path / "hw"
     commands.assign(str(out), ["softmax_backward", "adam_step"])
     student, autograder = str(out / "student"), str(out / "autograder")
-    softmax_py = out / "student" / "tinyattn" / "autograd" / "ops" / "softmax.py"
+    softmax_py = out / "student" / "tinyattn" / "autograd" / "core" / "ops" / "softmax.py"
     stubbed = softmax_py.read_text()
     softmax_py.write_text(stubbed.replace('raise NotImplementedError("task softmax_backward")', "return (dy +,)"))
     commands.solve(student, ["adam_step"])

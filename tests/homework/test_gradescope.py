@@ -82,7 +82,7 @@ def test_an_empty_submission_scores_zero_and_says_what_to_upload(assignment, tmp
 
 def test_single_files_instead_of_the_package_are_explained(assignment, tmp_path):
     def submit(folder):
-        shutil.copy(assignment / "student" / "tinyattn" / "autograd" / "ops" / "softmax.py", folder)
+        shutil.copy(assignment / "student" / "tinyattn" / "autograd" / "core" / "ops" / "softmax.py", folder)
         shutil.copy(assignment / "student" / "tinyattn" / "optim" / "adam.py", folder)
 
     results = run_autograder(assignment, tmp_path, submit)
@@ -93,7 +93,7 @@ def test_single_files_instead_of_the_package_are_explained(assignment, tmp_path)
 def test_a_syntax_error_costs_only_its_task(assignment, tmp_path):
     def submit(folder):
         copy_student(assignment, ["adam_step"])(folder)
-        softmax = folder / "tinyattn" / "autograd" / "ops" / "softmax.py"
+        softmax = folder / "tinyattn" / "autograd" / "core" / "ops" / "softmax.py"
         softmax.write_text(softmax.read_text().replace('raise NotImplementedError("task softmax_backward")',
                                                        "return (grad_output +,)"))
 

@@ -57,7 +57,7 @@ def test_edits_outside_the_regions_are_reported_and_not_graded(tmp_path):
 
 def test_a_changed_line_around_a_region_is_explained(tmp_path):
     out, _ = assigned(tmp_path, ["softmax_backward"])
-    softmax_py = out / "student" / "tinyattn" / "autograd" / "ops" / "softmax.py"
+    softmax_py = out / "student" / "tinyattn" / "autograd" / "core" / "ops" / "softmax.py"
     text = softmax_py.read_text()
     signature = "def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:\n        # TODO(task"
     assert text.count(signature) == 1
@@ -103,7 +103,7 @@ def test_student_copy_runs_one_task_and_skips_the_others(tmp_path):
     out, _ = assigned(tmp_path, ["softmax_backward"])
     student = out / "student"
     readme = (student / "README_STUDENT.md").read_text()
-    assert "| `softmax_backward` | 4 | `tinyattn/autograd/ops/softmax.py` |" in readme
+    assert "| `softmax_backward` | 4 | `tinyattn/autograd/core/ops/softmax.py` |" in readme
     assert "--task softmax_backward" in readme and "the `tinyattn` folder, whole" in readme
     commands.solve(str(student), ["softmax_backward"])
     env = {"PYTHONPATH": str(student), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": ""}

@@ -305,7 +305,7 @@ def test_packed_self_attention_draws_the_same_dropout_as_the_unpacked_path():
 @pytest.mark.parametrize("mask_kind", ["none", "float_needs_grad", "blocked_rows"])
 def test_packed_op_equals_flash_attention_on_the_three_slices(rng, block_size, mask_kind):
     """PackedFlashAttention(qkv) is FlashAttention(qkv[0], qkv[1], qkv[2]): values, dqkv stacked, dM; gradcheck."""
-    from tinyattn.autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
+    from tinyattn.autograd.core.ops.flash_attention import FlashAttention, PackedFlashAttention
 
     qkv = leaf(rng, 3, B, H, S, D)
     mask = None
@@ -332,7 +332,7 @@ def test_packed_op_equals_flash_attention_on_the_three_slices(rng, block_size, m
 
 
 def test_packed_op_dropout_is_flash_attentions():
-    from tinyattn.autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
+    from tinyattn.autograd.core.ops.flash_attention import FlashAttention, PackedFlashAttention
 
     qkv = leaf(np.random.default_rng(4), 3, 2, 2, 5, 3)
     options = dict(scale=0.5, is_causal=False, dropout_p=0.3, block_size=2, seed=1234)

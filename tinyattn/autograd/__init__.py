@@ -1,18 +1,50 @@
 """tinyattn.autograd: tensors, the ops, the backward engine, and gradcheck.
 
-Layers, each importing only those below it: ``function`` (Function, Node, the
-shared helpers) < ``ops`` (Functions on arrays) < ``tensor`` (Tensor, which runs
-them; ``tensor_api`` holds its methods beyond the core) < ``higher_order`` (a
-backward recorded as ops, for ``create_graph=True``) < ``engine`` (backward)
-< ``gradcheck``, ``functional`` (torch.autograd.functional) and the explainer's ``trace``.
-Beside them: ``creation`` (the factories), ``dtypes``, ``devices`` and ``namespace`` (torch's ``torch.exp(x)``
-spellings of the methods).
+``core/`` is the lesson: the tensor base, ``Function.apply`` and ``Node``, the engine and the ops (its
+``__init__`` gives the reading order). Around it, each importing only what lies below it:
+
+* ``graph`` (the node with torch's version check, freeing and recorded backward) and ``tensor`` (the
+  ``Tensor`` users get: the core's, with torch's methods from ``tensor_api`` and ``tensor_math``), both
+  registering themselves with the core;
+* ``higher_order`` (a backward recorded as ops, for ``create_graph=True``), ``wanted`` (a pass for chosen
+  tensors only) and ``engine`` (torch's ``backward`` and ``grad``, with all their arguments);
+* ``custom_function`` (torch's ``Function``, on Tensors), ``views`` (an in-place change to a view),
+  ``gradcheck``, ``functional`` (torch.autograd.functional), ``creation`` (the factories), ``devices``,
+  ``legacy`` and ``namespace`` (torch's ``torch.exp(x)`` spellings of the methods).
 """
 
-# function first: it ends by importing the Tensor its apply() returns, from tensor.py, which builds on it.
-# Then tensor: a type checker then reads `autograd.tensor` as the function imported below, not the module.
-from . import function  # noqa: F401  # isort: skip
+# tensor first: a type checker then reads `autograd.tensor` as the function imported below, not the module.
 from .tensor import Tensor, cat, chunk, split, stack, where  # isort: skip
+from . import function  # noqa: F401  # isort: skip
+from .core.dtypes import (
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    double,
+    e,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    iinfo,
+    inf,
+    int8,
+    int16,
+    int32,
+    int64,
+    is_floating_point,
+    long,
+    nan,
+    pi,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from .core.function import Context, LeafNode, Node, unbroadcast
+from .core.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     Generator,
     arange,
@@ -43,38 +75,9 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .custom_function import FunctionCtx, once_differentiable
+from .custom_function import Function, FunctionCtx, once_differentiable
 from .devices import device, get_default_device, set_default_device
-from .dtypes import (
-    bfloat16,
-    bool_,
-    complex64,
-    complex128,
-    double,
-    e,
-    finfo,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    half,
-    iinfo,
-    inf,
-    int8,
-    int16,
-    int32,
-    int64,
-    is_floating_point,
-    long,
-    nan,
-    pi,
-    set_default_dtype,
-    short,
-    uint8,
-)
 from .engine import backward, grad
-from .function import Context, Function, LeafNode, Node, unbroadcast
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .legacy import (
     BoolTensor,

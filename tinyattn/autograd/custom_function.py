@@ -24,9 +24,68 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import grad_mode
-from .function import Context, Function
+from .core import function as core
+from .core import grad_mode
+from .core.function import Context
 from .tensor import Tensor
+
+
+class Function(core.Function):
+    """torch's ``torch.autograd.Function``: subclass it to write your own op.
+
+    A Function of yours gets torch's contract (Tensors in and out, the module's docstring), unless it says
+    ``on_arrays = True``: then it is an op like tinyattn's own (``core/ops/``), forward and backward on arrays::
+
+        class Square(Function):
+            on_arrays = True
+
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+            @staticmethod
+            def backward(ctx, grad_output):
+                (x,) = ctx.saved_tensors
+                return (2 * x * grad_output,)
+
+    With ``create_graph=True`` the backward runs again on Tensors (higher_order.py); a backward that reads the
+    op's own output gets it there as the output, history and all (a Function on arrays notes where it saved it).
+    """
+
+    on_arrays = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass gets torch's apply (``run``, on Tensors), unless it says ``on_arrays = True``: then its forward
+        notes where it saved its output, if it did (unless the class says ``saved_output``)."""
+        super().__init_subclass__(**kwargs)
+        if not cls.on_arrays:
+            cls.apply = classmethod(run)  # type: ignore[method-assign, assignment]
+        elif "forward" in vars(cls) and "saved_output" not in vars(cls):
+            # (its own forward: a staticmethod, as torch's are written, or a plain function; both are called alike)
+            cls.forward = staticmethod(_noting_output(vars(cls)["forward"]))  # type: ignore[method-assign]
+
+    def __call__(self, *args: Any) -> Any:
+        """Refused, as torch: an instance called as a function is the pre-0.4 style."""
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+
+def _noting_output(forward: Any) -> Any:
+    """A forward of yours, on arrays, that notes on its context where it saved its output (``ctx.saved_output``,
+    None if it did not): a backward recorded as ops (higher_order.py) reads that array as the output."""
+
+    @functools.wraps(forward)
+    def noting(ctx: Context, *args: Any, **kwargs: Any) -> Any:
+        out = forward(ctx, *args, **kwargs)
+        ctx.saved_output = None
+        for i, saved in enumerate(ctx.saved_tensors):
+            if saved is out:
+                ctx.saved_output = i
+                break
+        return out
+
+    return noting
 
 
 class FunctionCtx(Context):
@@ -77,7 +136,7 @@ def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-class DifferentiatedTwice(Function):
+class DifferentiatedTwice(core.Function):
     """What a ``@once_differentiable`` backward returns under ``create_graph``: its value, and a backward
     that refuses (torch's error, raised when the gradient is differentiated)."""
 
@@ -107,7 +166,7 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     if not all(isinstance(o, Tensor) or o is None for o in outputs):
         bad = next(o for o in outputs if not isinstance(o, Tensor) and o is not None)
         raise TypeError(f"{cls.__name__}.forward must return Tensors (or a tuple of them), got "
-                        f"{type(bad).__name__}; a Function on arrays is a tinyattn op (see autograd/ops/)")
+                        f"{type(bad).__name__}; a Function on arrays is a tinyattn op (see autograd/core/ops/)")
     skip = {id(t) for t in ctx.non_differentiable}
     wanted = [i for i, o in enumerate(outputs) if o is not None and id(o) not in skip and o.is_floating_point()]
     if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad) and wanted):
@@ -133,7 +192,7 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     return results_list[0] if single else tuple(results_list)
 
 
-class CustomCall(Function):
+class CustomCall(core.Function):
     """One call of a Function written on Tensors: forward already ran; backward calls the user's backward."""
 
     formula = "{out} = a custom Function's forward"

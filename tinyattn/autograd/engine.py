@@ -1,115 +1,50 @@
-"""The backward pass: the chain rule, applied node by node from the output to the leaves.
+"""torch's ``backward`` and ``grad``, with all their arguments, over the core's backward pass.
 
-``propagate`` is the whole algorithm:
+The chain rule itself is ``core/engine.py``: order the nodes, run each one's backward, add up the gradients.
+torch's calls add, around it:
 
-1. Order the nodes behind the output so that each comes before every node that
-   produced one of its inputs (an explicit stack, no recursion, so a chain of
-   10,000 ops is fine).
-2. Visit them in that order. A node's output gradient is complete once every
-   node that used its output has been visited, which that order guarantees.
-   Its ``backward`` turns that gradient into one gradient per input, and each
-   is added to the running total of the node it flows into.
+* several outputs at once, each with its own gradient (``grad_tensors``, ``grad_outputs``);
+* gradients of chosen tensors only (``grad(outputs, inputs)``, ``backward(inputs=...)``: ``wanted.py``);
+* ``retain_graph``: unless it is set, each node frees what forward saved once its backward ran;
+* ``create_graph``: each backward runs as recorded ops (``higher_order.py``), so that the gradients are
+  tensors with a graph of their own, to differentiate again.
 
-Leaves are nodes too (``LeafNode``, with no inputs): the loop passes their gradient on to
-whoever wants it and goes to the next node, leaving the leaf's node whole for its next
-graph. ``backward`` and ``grad`` are thin layers over it: the
-first stores the gradient reaching each leaf (and ``retain_grad()`` tensor) in
-``.grad``, the second returns the gradients reaching the tensors asked for.
-Both take several outputs, as torch does (each with its own gradient; the walk
-starts from all of them at once), and when only some tensors' gradients are
-asked for (``grad``, ``backward(inputs=...)``), only the nodes those gradients
-flow through run.
+Both hand the core's pass the step that does this (``torch_step``).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import grad_mode
-from .function import Node
-from .higher_order import backward_graph
-from .tensor import Tensor
+from .core import function
+from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
+from .core.function import Node
+from .higher_order import recorded_step
+from .wanted import gradients
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
-def _released_error(node: Node) -> RuntimeError:
-    return RuntimeError(
-        f"Trying to backward through the graph a second time (at {node.name}): its saved arrays "
-        "were freed after the first backward. Pass retain_graph=True to the first backward() "
-        "if you need to backward twice."
-    )
+def torch_step(retain_graph: bool | None, create_graph: bool) -> Step:
+    """One node's backward as torch runs it: recorded as ops with ``create_graph``, and the node freed after it
+    unless the graph is kept (``retain_graph``, which defaults to ``create_graph``)."""
+    if create_graph:
+        run: Step = recorded_step
+    else:
+        run = call_backward
+    if keeps_graph(retain_graph, create_graph):
+        return run
 
+    def step_and_free(node: Node, grad_output: Any) -> tuple[Any, ...]:
+        grads = run(node, grad_output)
+        node.release()  # type: ignore[attr-defined]
+        return grads
 
-_INPUTS_DONE = object()  # (a marker on topological_order's stack)
-
-
-def topological_order(roots: Iterable[Node], wanted: dict[Node, Any] | None = None) -> list[Node]:
-    """The nodes behind ``roots``, each before every node that produced one of its inputs. With ``wanted``,
-    only the nodes a wanted node's gradient flows through (as torch, which runs no other)."""
-    order: list[Node] = []
-    visited: set[Node | None] = {None}  # (None: the edge of an input that takes no gradient, never visited)
-    stack: list[Any] = [*roots]  # nodes to visit; _INPUTS_DONE above a node: everything behind it is in order
-    while stack:
-        node = stack.pop()
-        if node is _INPUTS_DONE:
-            order.append(stack.pop())
-        elif node not in visited:
-            visited.add(node)
-            stack += (node, _INPUTS_DONE)
-            stack += node.edges  # (an edge already visited is skipped when popped)
-    return order[::-1] if wanted is None else _leading_to(wanted, order)  # output first
-
-
-def _leading_to(wanted: dict[Node, Any], order: list[Node]) -> list[Node]:
-    """The nodes of ``order`` (leaves first) that are wanted or lead to one that is, output first."""
-    leading: set[Node] = set()
-    for node in order:  # (each after every node behind it, so its edges are decided already)
-        if node in wanted or any(edge in leading for edge in node.edges):
-            leading.add(node)
-    return [node for node in reversed(order) if node in leading]
-
-
-def propagate(
-    grads: dict[Node, Any], retain_graph: bool | None, wanted: dict[Node, Any] | None, create_graph: bool
-) -> Iterator[tuple[Node, Any]]:
-    """Run every node's backward behind the outputs, from the outputs to the leaves.
-
-    ``grads`` holds each output's node and the gradient of that output. Yields each node whose
-    gradient is wanted, with its complete output gradient, before its backward runs: the nodes
-    in ``wanted`` (and only the nodes that lead to them run), or (by default) those whose tensor
-    keeps ``.grad``.
-    With ``create_graph`` the gradients are Tensors and each backward is recorded as ops
-    (higher_order.py), so that they can be differentiated in turn.
-    """
-    recorder = grad_mode._recorder  # (the explainer's trace(), if it is watching)
-    record = backward_graph if create_graph else None  # (each backward on Tensors, recorded as ops)
-    for node in topological_order(grads, wanted):
-        grad_output = grads.pop(node, None)  # (grads: node -> dL/d(its output), summed over uses)
-        if grad_output is None:  # every path from the output to this node carried a None gradient
-            continue
-        if is_wanted(node, wanted):
-            yield node, grad_output
-        if not node.edges:  # a leaf: its gradient flows no further, and its node serves the leaf's next graph
-            continue
-        if node.released:  # (its saved arrays freed by an earlier backward)
-            raise _released_error(node)
-        grad_inputs = node.backward(grad_output, record)
-        if recorder is not None:
-            recorder.backward(node, grad_output, grad_inputs)
-        for edge, grad_input in zip(node.edges, grad_inputs):
-            if grad_input is not None and edge is not None:  # (an input that takes no gradient has no edge)
-                grads[edge] = grads[edge] + grad_input if edge in grads else grad_input
-        if not keeps_graph(retain_graph, create_graph):
-            node.release()
-
-
-def is_wanted(node: Node, wanted: dict[Node, Any] | None) -> bool:
-    """Is ``node``'s gradient asked for: one of ``wanted``, or, by default, a node whose tensor keeps ``.grad``?"""
-    if wanted is not None:
-        return node in wanted
-    return node.retained is not None
+    return step_and_free
 
 
 def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
@@ -125,32 +60,26 @@ def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
     grad (the gradients are then functions of it too, as in torch)."""
     if not root._requires_grad:
         raise RuntimeError("backward: the tensor does not require grad and has no grad_fn")
-    if gradient is None:
-        if root.array.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be implicitly created only for one-element outputs; "
-                f"this output has shape {root.shape}, so pass gradient=... of that shape"
-            )
-        g = np.ones_like(root.array)
-    else:
-        g = np.asarray(gradient.array if isinstance(gradient, Tensor) else gradient, dtype=root.dtype)
-        if g.shape != root.shape:
-            raise ValueError(f"backward: gradient has shape {g.shape}, expected the output's shape {root.shape}")
-    if create_graph:  # (a backward recorded as ops starts from a Tensor)
-        return gradient.to(root.dtype) if isinstance(gradient, Tensor) and gradient.requires_grad else Tensor._make(g)
-    return g
+    g = start_gradient(root, gradient)
+    if not create_graph:
+        return g
+    # a backward recorded as ops starts from a Tensor: the gradient itself, if it requires grad (the gradients
+    # are then functions of it too, as in torch)
+    if isinstance(gradient, function.TensorBase) and gradient.requires_grad:
+        return gradient.to(root.dtype)
+    return function.Tensor._make(g)
 
 
 def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[Node, Any]:
     """torch's ``outputs`` and their ``grad_outputs``, each a tensor or a sequence: each output's node and its
     gradient (None for a one-element output: ones), summed where two outputs share a node."""
-    if isinstance(outputs, Tensor):
+    if isinstance(outputs, function.TensorBase):
         outputs, gradients = (outputs,), (gradients,)
     elif not isinstance(outputs, (tuple, list)):
         raise TypeError(f"{op}: outputs must be a Tensor or a sequence of Tensors, got {type(outputs).__name__}")
     elif gradients is None:
         gradients = (None,) * len(outputs)
-    elif isinstance(gradients, (Tensor, np.ndarray)):  # (one gradient: the first output's, as torch reads it)
+    elif isinstance(gradients, (function.TensorBase, np.ndarray)):  # (one: the first output's, as torch reads it)
         gradients = (gradients,)
     elif not isinstance(gradients, (tuple, list)):
         raise TypeError(f"{op}: the outputs' gradients must be a Tensor, None or a sequence, got "
@@ -159,27 +88,27 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
         raise RuntimeError(f"{op}: got {len(outputs)} tensors and {len(gradients)} gradients")
     roots: dict[Node, Any] = {}
     for i, (output, gradient) in enumerate(zip(outputs, gradients)):
-        if not isinstance(output, Tensor):
+        if not isinstance(output, function.TensorBase):
             raise TypeError(f"{op}: outputs must be Tensors, got {type(output).__name__} at position {i}")
         if not output.requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
         g = root_gradient(output, gradient, create_graph)
         node = output.gradient_edge()
-        roots[node] = roots[node] + g if node in roots else g  # type: ignore[index]
+        roots[node] = roots[node] + g if node in roots else g
     return roots
 
 
 def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[int]]]:
     """torch's ``inputs`` (a tensor or a sequence) as a tuple, and the node each one's gradient flows into -> the
     positions of the inputs it serves."""
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, function.TensorBase) else tuple(inputs)
     positions: dict[Node, list[int]] = {}
     for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, function.TensorBase):
             raise TypeError(f"{op}: inputs must be Tensors, got {type(t).__name__} at position {i}")
         if not t.requires_grad:
             raise RuntimeError(f"{op}: input {i} (shape {t.shape}) does not require grad")
-        positions.setdefault(t.gradient_edge(), []).append(i)  # type: ignore[arg-type]
+        positions.setdefault(t.gradient_edge(), []).append(i)
     return inputs, positions
 
 
@@ -226,15 +155,31 @@ def run_backward(
     With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
-    for node, grad_output in propagate(roots, retain_graph, wanted, create_graph):
-        target = node.retained() if wanted is None else wanted[node]  # type: ignore[misc]  # (yielded: it retains)
-        if target is not None:
-            if target._grad is None:  # (with create_graph, the gradient itself, graph and all)
-                target._grad = grad_output if create_graph else Tensor._make(np.array(grad_output))  # (else a copy)
-            elif create_graph:
-                target._grad = target._grad + grad_output  # (out of place, so that the sum is recorded too)
-            else:
-                target._grad.array += grad_output  # (in place, as torch accumulates)
+    step = torch_step(retain_graph, create_graph)
+    for node, grad_output in _retained_gradients(roots, wanted, step):
+        if wanted is None:
+            target = node.retained()
+        else:
+            target = wanted[node]
+        if target is None:  # (a leaf gone since its node was made)
+            continue
+        if not create_graph:
+            accumulate(target, grad_output)
+        elif target._grad is None:  # the gradient itself, graph and all
+            target._grad = grad_output
+        else:
+            target._grad = target._grad + grad_output  # (out of place, so that the sum is recorded too)
+
+
+def _retained_gradients(roots: dict[Node, Any], wanted: dict[Node, Tensor] | None, step: Step) -> Any:
+    """Each node whose gradient a tensor keeps, with that gradient: those of ``wanted``, or by default each
+    node that retains a tensor (a leaf's, or a ``retain_grad()`` tensor's)."""
+    if wanted is not None:
+        yield from gradients(roots, wanted, step)
+        return
+    for node, grad_output in backpropagate(roots, topological_order(roots), step):
+        if node.retained is not None:
+            yield node, grad_output
 
 
 def grad(
@@ -266,9 +211,9 @@ def grad(
     inputs, positions = _by_node("grad", inputs)  # (only_inputs: torch ignores it too)
     result: list[Tensor | None] = [None] * len(inputs)
     roots = _roots("grad", outputs, grad_outputs, create_graph)
-    for node, g in propagate(roots, retain_graph, positions, create_graph):
+    for node, g in gradients(roots, positions, torch_step(retain_graph, create_graph)):
         for i in positions[node]:
-            result[i] = g if create_graph else Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
+            result[i] = g if create_graph else function.Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
     for i, r in enumerate(result):
         if r is None and not allow_unused:
             raise RuntimeError(
@@ -276,5 +221,5 @@ def grad(
                 "pass allow_unused=True if that is intended (its gradient is then None)"
             )
         if r is None and materialize_grads:
-            result[i] = Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
+            result[i] = function.Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
     return tuple(result)

@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .core.grad_mode import enable_grad
 from .engine import grad
-from .grad_mode import enable_grad
 from .tensor import Tensor, stack
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

@@ -23,8 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .core.grad_mode import enable_grad, no_grad
 from .engine import grad
-from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 

@@ -25,14 +25,19 @@ in the usual pass and on Tensors here. Three cases:
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import grad_mode
-from .function import Context, Function, Node
-from .grad_mode import enable_grad
-from .tensor import Tensor
+from .core import function, grad_mode
+from .core.function import Context, Function, Node
+from .core.grad_mode import enable_grad
+from .core.ops.elementwise import Clone
+from .graph import GraphNode
+from .wanted import gradients
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 class Transposed(Function):
@@ -60,7 +65,7 @@ class Transposed(Function):
         return np.asarray(op.forward(Context(), grad, **op_ctx.kwargs))
 
 
-def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
+def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
     """The op's backward recorded as ops (``node.backward(grad_output, backward_graph)`` calls it, and checks what it
     returns): one Tensor (with a graph) or None per input."""
     fn, ctx = node.fn, node.ctx
@@ -81,48 +86,55 @@ def backward_graph(node: Node, grad_output: Any) -> tuple[Any, ...]:
     if not isinstance(grads, tuple):
         grads = (grads,)
     for g in grads:
-        if not (g is None or isinstance(g, Tensor)):  # (an array: computed outside the recorded ops, so its
-            # own derivative would be silently lost)
+        # an array was computed outside the recorded ops: its own derivative would be silently lost
+        if not (g is None or isinstance(g, function.TensorBase)):
             raise RuntimeError(f"{fn.__name__}.backward returned a {type(g).__name__}, not a Tensor, with "
                                "create_graph=True: write it in operations that work on Tensors too, or mark it "
                                "@once_differentiable")
     return grads
 
 
-def _on_tensors(node: Node) -> Any:
+def _on_tensors(node: GraphNode) -> Any:
     """A copy of the node's context whose saved arrays are Tensors: each input's array that input, the output the
     output (a Tensor whose grad_fn is this node), anything else a constant."""
     ctx: Any = copy.copy(node.ctx)
     saved = list(ctx.saved_tensors)
     for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
-        if isinstance(tensor, Tensor):  # (not an output overwritten since: backward refused it already)
+        if isinstance(tensor, function.TensorBase):  # (not an output overwritten since: backward refused it already)
             saved = [tensor if s is tensor.array else s for s in saved]
     i = getattr(ctx, "saved_output", node.fn.saved_output)  # (an op whose backward reads its output: exp, tanh...;
     if i is not None:  # a Function of yours on arrays notes it on its context)
-        saved[i] = Tensor._from_op(np.asarray(saved[i]), node)
+        output = function.Tensor._make(np.asarray(saved[i]), True)
+        output._grad_fn = node
+        saved[i] = output
     ctx.saved_tensors = tuple(saved)
     return ctx
 
 
-def _through_composed(node: Node, grad_output: Tensor) -> tuple[Tensor | None, ...]:
+def recorded_step(node: Node, grad_output: Any) -> tuple[Any, ...]:
+    """One node's backward, recorded as ops: the step a backward pass with ``create_graph=True`` takes."""
+    grad_inputs = node.backward(grad_output, backward_graph)  # type: ignore[call-arg]
+    grad_mode.note_backward(node, grad_output, grad_inputs)
+    return grad_inputs
+
+
+def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | None, ...]:
     """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated.
 
     Each input position gets a stand-in of its own (a clone: the same values, with the input's history behind
     it), and the gradient is taken with respect to the stand-ins. So a tensor passed as several inputs
     (``attention(x, x, x)``) gets, at each position, the gradient through that position only, as the fused
     op's own backward gives it; the engine then adds them up, as it does for any op."""
-    from .engine import grad  # (engine.py imports this file: the engine is looked up when a fused op needs it)
-    from .ops.elementwise import Clone
-
     inputs: tuple[Any, ...] = node.inputs
-    wanted = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    result: list[Tensor | None] = [None] * len(inputs)
     with enable_grad():
         stand_ins = list(inputs)
-        for i in wanted:
-            stand_ins[i] = Clone.apply(inputs[i])
+        wanted: dict[Node, int] = {}  # each stand-in's node -> its input position
+        for i, x in enumerate(inputs):
+            if isinstance(x, function.TensorBase) and x.requires_grad:
+                stand_ins[i] = Clone.apply(x)
+                wanted[stand_ins[i].grad_fn] = i
         out = node.fn.composed(*stand_ins, **node.ctx.kwargs)  # type: ignore[union-attr]
-        grads = grad(out, [stand_ins[i] for i in wanted], grad_output, create_graph=True, allow_unused=True)
-    result: list[Tensor | None] = [None] * len(inputs)
-    for i, g in zip(wanted, grads):
-        result[i] = g
+        for stand_in, grad in gradients({out.grad_fn: grad_output}, wanted, recorded_step):
+            result[wanted[stand_in]] = grad
     return tuple(result)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .ops.elementwise import Add, Div, Mul, Neg, Sub
+from .core.ops.elementwise import Add, Div, Mul, Neg, Sub
 from .tensor import Tensor
 from .tensor_api import einsum
 

@@ -1,33 +1,35 @@
-"""``Tensor``: an ``np.ndarray`` plus what reverse-mode autograd needs.
+"""``Tensor``: the tensor users get, the core's tensor (``core/tensor.py``) with torch's methods and mechanisms.
 
-A tensor holds its value in ``.array``. If it ``requires_grad``, every op applied
-to it records a graph node (see ``function.py``); ``backward()`` walks that graph
-from the output back to the leaves and stores ``dL/dleaf`` in ``leaf.grad``.
+The core's ``Tensor`` holds the array, the gradient, the node that made it and ``backward``, and its
+arithmetic operators. This class adds, above it:
 
-Each method below is one line that calls an op; the op's class (``ops/*.py``)
-holds the forward and the backward formula side by side, and ``Function.apply``
-(``function.py``) runs it: unwrap the arrays, forward, wrap the result, record its node.
+* torch's methods, each one line that applies a core op (here, ``tensor_api.py`` and ``tensor_math.py``);
+* torch's ``backward`` arguments (``retain_graph``, ``create_graph``, ``inputs``: ``engine.py``);
+* the version counter and views: a tensor made by a view op shares its base's memory and counter, and an
+  in-place change moves the counter on, so that a backward that saved the old value refuses (``graph.py``);
+* ``retain_grad``, ``detach``, ``.data``, the legacy constructor, printing and NumPy interoperation.
 
-autograd/'s one import circle runs through this file: ``Function.apply`` returns a Tensor and
-Tensor's methods apply the ops (function.py imports this file at its bottom); ``backward()`` is
-the engine's, which builds on Tensor (imported at the bottom here); and the few methods of the two
-mixins that make new tensors (``creation.py``) or rewrite a view's base (``views.py``) import
-those at the call, each saying so. Everything else imports only downward.
+It registers itself with the core, so every op's result is one of these.
 """
 
 from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from . import dtypes, printing  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
-from .devices import check_device
-from .function import LeafNode, Node, normalize_dim
-from .grad_mode import is_grad_enabled
-from .ops.elementwise import (
+from . import engine, printing
+from .core import (
+    dtypes,  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
+    function,
+)
+from .core import tensor as core
+from .core.checks import normalize_dim
+from .core.function import Function, Node
+from .core.grad_mode import is_grad_enabled
+from .core.ops.elementwise import (
     Abs,
     Add,
     Cos,
@@ -46,49 +48,17 @@ from .ops.elementwise import (
     Tanh,
     Where,
 )
-from .ops.matmul import MatMul
-from .ops.reduction import Amax, Mean, Sum, TakeAlong, Var
-from .ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
-from .ops.softmax import LogSoftmax, Softmax
-from .tensor_api import TensorAPI
+from .core.ops.matmul import MatMul
+from .core.ops.reduction import Amax, Mean, Sum, TakeAlong, Var
+from .core.ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
+from .core.ops.softmax import LogSoftmax, Softmax
+from .creation import ArrayLike, to_array
+from .devices import check_device
+from .graph import GraphLeaf, GraphNode
+from .tensor_api import MinMax, TensorAPI, _plain_index
 from .tensor_math import TensorMath
 
 Scalar = int | float
-ArrayLike = Any
-
-
-class MinMax(NamedTuple):
-    """What ``max(dim)`` and ``min(dim)`` return, as torch: ``values`` (differentiable) and ``indices``."""
-
-    values: Tensor
-    indices: Tensor
-
-
-def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
-    """Convert ``data`` to an ndarray with torch's default dtypes.
-
-    Python floats (and lists of them) become the default float (float32), Python ints int64, bools
-    bool; a NumPy array keeps its dtype (float64 stays float64). Strings,
-    objects and complex numbers raise ``TypeError``.
-    """
-    if isinstance(data, Tensor):
-        data = data.array
-    from_numpy = isinstance(data, (np.ndarray, np.generic))
-    try:
-        arr = np.array(data, dtype=dtype)
-    except (ValueError, TypeError) as err:
-        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__}: {err}") from None
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(
-            f"tensor: unsupported data type {arr.dtype} (from {type(data).__name__}); "
-            "expected numbers or booleans"
-        )
-    if dtype is None and not from_numpy:
-        if arr.dtype.kind == "f":
-            arr = arr.astype(dtypes.DEFAULT_FLOAT)
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64)
-    return arr
 
 
 def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.ndarray:
@@ -109,15 +79,22 @@ def legacy_array(dtype: Any, args: tuple, name: str, device: Any = None) -> np.n
     raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got ({got})")
 
 
-def note_view(result: Tensor, out: np.ndarray, source: Tensor) -> None:
-    """A view op made ``result`` from ``source``: if ``out`` is a view of ``source``'s memory (not a copy NumPy made,
-    as reshaping a transposed array does), ``result`` shares ``source``'s base, and so its version counter, as
-    torch's views do."""
+def note_view(result: Tensor, source: Tensor) -> Tensor:
+    """A view op made ``result`` from ``source``: if ``result``'s array is a view of ``source``'s memory (not a copy
+    NumPy made, as reshaping a transposed array does), ``result`` shares ``source``'s base, and so its version
+    counter, as torch's views do. Returns ``result``."""
+    out = result.array
     if out.base is not None and (out.base is source.array or out.base is source.array.base):
-        result._base = source if source._base is None else source._base
+        result._base = source.memory_owner()
+    return result
 
 
-class Tensor(TensorAPI, TensorMath):
+def view_op(fn: type[Function], source: Tensor, **options: Any) -> Tensor:
+    """Apply the view op ``fn`` to ``source``: its result shares ``source``'s memory and version counter."""
+    return note_view(fn.apply(source, **options), source)
+
+
+class Tensor(core.Tensor, TensorAPI, TensorMath):
     """An n-dimensional array that can record the ops applied to it.
 
     Attributes:
@@ -131,12 +108,10 @@ class Tensor(TensorAPI, TensorMath):
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected ops
     __hash__ = object.__hash__  # __eq__ is elementwise, identity stays the hash
 
+    # (the core's attributes, as this class has them: its gradient and nodes are of the kinds this layer adds)
     array: np.ndarray
-    # Defaults every tensor starts with, set on the class so that wrapping an op's result sets two attributes only
-    _grad: Tensor | None = None
-    name: str | None = None
-    _grad_fn: Node | None = None
-    _leaf_node: LeafNode | None = None
+    _grad: Tensor | None
+    _grad_fn: GraphNode | None
     _changes = 0  # in-place changes of this tensor's memory (a view's are counted on its base: see _version)
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
     _requires_grad = False
@@ -150,35 +125,6 @@ class Tensor(TensorAPI, TensorMath):
             return
         self.array = legacy_array(dtypes.DEFAULT_FLOAT, args, "Tensor", device)
 
-    @classmethod
-    def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Tensor:
-        """Wrap an ndarray without copying or checking (a gradient, a result computed outside the graph...)."""
-        t = cls.__new__(cls)
-        t.array, t._requires_grad = array, requires_grad
-        return t
-
-    @classmethod
-    def _from_op(cls, array: np.ndarray, node: Node) -> Tensor:
-        """The result of a recorded op: ``array``, with ``node`` as its grad_fn."""
-        t = cls._make(array, True)
-        t._grad_fn = node
-        return t
-
-    @property
-    def grad(self) -> Tensor | None:
-        """``dL/dself`` after ``backward()`` (a leaf's, or a ``retain_grad()`` tensor's), else None."""
-        return self._grad
-
-    @grad.setter
-    def grad(self, value: Tensor | None) -> None:
-        if value is not None and not isinstance(value, Tensor):
-            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                            f"{type(value).__name__}")
-        if value is not None and (value.shape != self.shape or value.dtype != self.dtype):
-            raise RuntimeError(f"assigned grad has shape {value.shape} and dtype {value.dtype}; the tensor has shape "
-                               f"{self.shape} and dtype {self.dtype}")
-        self._grad = value
-
     @property
     def data(self) -> Tensor:
         """This tensor's memory as a tensor cut from the graph, as torch's ``.data``: ``p.data.uniform_(-0.1, 0.1)``."""
@@ -190,55 +136,26 @@ class Tensor(TensorAPI, TensorMath):
 
     # -- autograd state ------------------------------------------------------
 
+    def memory_owner(self) -> Tensor:
+        """The tensor whose memory this one is: its base, for a view (or a ``detach()``), else itself."""
+        if self._base is None:
+            return self
+        return self._base
+
     @property
     def _version(self) -> int:
         """torch's version counter: bumped by every in-place change of this memory, one counter for a base and
-        all its views. A backward whose forward saved the value refuses once it has moved on (``Node.backward``)."""
-        return (self if self._base is None else self._base)._changes
+        all its views. A backward whose forward saved the value refuses once it has moved on (``graph.py``)."""
+        return self.memory_owner()._changes
 
     @_version.setter
     def _version(self, value: int) -> None:
-        (self if self._base is None else self._base)._changes = value
+        self.memory_owner()._changes = value
 
     def named(self, name: str) -> Tensor:
         """Set ``name`` and return the tensor itself: ``q = F.linear(x, w).named("Q")``."""
         self.name = name
         return self
-
-    @property
-    def requires_grad(self) -> bool:
-        """Whether ops on this tensor are recorded for backward."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        if value and self.array.dtype.kind != "f":
-            raise RuntimeError(
-                f"only floating point tensors can require gradients (got dtype {self.array.dtype})"
-            )
-        if not value and self._grad_fn is not None:
-            raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
-        self._requires_grad = bool(value)
-
-    @property
-    def is_leaf(self) -> bool:
-        """True if no op made this tensor (created by the user, or not requiring grad)."""
-        return self._grad_fn is None
-
-    @property
-    def grad_fn(self) -> Node | None:
-        """The graph node that produced this tensor, or None for a leaf."""
-        return self._grad_fn
-
-    def gradient_edge(self) -> Node | None:
-        """The node this tensor's gradient flows into: ``grad_fn``, a leaf's ``LeafNode``, or None."""
-        if self._grad_fn is not None:
-            return self._grad_fn
-        if not self._requires_grad:
-            return None
-        if self._leaf_node is None:
-            self._leaf_node = LeafNode(self)
-        return self._leaf_node
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (a leaf keeps it anyway)."""
@@ -260,8 +177,8 @@ class Tensor(TensorAPI, TensorMath):
 
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's memory (and its version counter) and cut from the graph."""
-        t = Tensor._make(self.array)
-        t._base = self if self._base is None else self._base
+        t = Tensor._make(self.array.view())  # (an array object of its own: what an op saves tells the two apart)
+        t._base = self.memory_owner()
         return t
 
     def backward(
@@ -279,23 +196,6 @@ class Tensor(TensorAPI, TensorMath):
         # the pass starts at this tensor's node, from its gradient (root_gradient refuses a tensor without a node)
         roots: dict[Node, Any] = {self.gradient_edge(): engine.root_gradient(self, gradient, create_graph)}  # type: ignore[dict-item]
         engine.run_backward(roots, retain_graph, create_graph, None if inputs is None else engine.wanted_inputs(inputs))
-
-    # -- array facts -----------------------------------------------------------
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape, as a tuple."""
-        return self.array.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The NumPy dtype."""
-        return self.array.dtype
-
-    @property
-    def ndim(self) -> int:
-        """The number of dimensions."""
-        return self.array.ndim
 
     def numpy(self) -> np.ndarray:
         """The value as an ndarray (shares memory, like torch); refused while it requires grad, as in torch."""
@@ -360,44 +260,6 @@ class Tensor(TensorAPI, TensorMath):
         if self.array.size != 1:
             raise RuntimeError(f"the truth value of a tensor of shape {self.shape} is ambiguous")
         return bool(self.array)
-
-    # -- arithmetic (ops/elementwise.py, ops/matmul.py) ------------------------
-
-    def __add__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Add.apply(self, other)
-
-    def __radd__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Add.apply(other, self)
-
-    def __sub__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Sub.apply(self, other)
-
-    def __rsub__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Sub.apply(other, self)
-
-    def __mul__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Mul.apply(self, other)
-
-    def __rmul__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Mul.apply(other, self)
-
-    def __truediv__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Div.apply(self, other)
-
-    def __rtruediv__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Div.apply(other, self)
-
-    def __pow__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Pow.apply(self, other)
-
-    def __rpow__(self, other: Tensor | Scalar | np.ndarray) -> Tensor:
-        return Pow.apply(other, self)
-
-    def __neg__(self) -> Tensor:
-        return Neg.apply(self)
-
-    def __matmul__(self, other: Tensor) -> Tensor:
-        return MatMul.apply(self, other)
 
     def matmul(self, other: Tensor) -> Tensor:
         """Matrix product ``self @ other`` (1-D, 2-D and batched, batch dims broadcast)."""
@@ -536,23 +398,23 @@ class Tensor(TensorAPI, TensorMath):
 
     def reshape(self, *shape: int | Sequence[int]) -> Tensor:
         """Same data, new shape; one entry may be -1."""
-        return Reshape.apply(self, shape=_shape_arg(shape))
+        return view_op(Reshape, self, shape=_shape_arg(shape))
 
     def view(self, *shape: int | Sequence[int]) -> Tensor:
         """Alias of ``reshape`` (NumPy decides whether a copy is needed)."""
-        return Reshape.apply(self, shape=_shape_arg(shape), op="view")
+        return view_op(Reshape, self, shape=_shape_arg(shape), op="view")
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one; with one dim to merge, the tensor itself (as torch)."""
         shape = _flat_shape(self.shape, start_dim, end_dim)
-        return self if shape == self.shape else Reshape.apply(self, shape=shape)
+        return self if shape == self.shape else view_op(Reshape, self, shape=shape)
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """Swap two dims (of a 0-d tensor, dims 0 and -1 are the same one: nothing moves)."""
         if self.array.ndim == 0:
             normalize_dim("transpose", dim0, 0), normalize_dim("transpose", dim1, 0)
-            return Reshape.apply(self, shape=())
-        return Transpose.apply(self, dim0=dim0, dim1=dim1)
+            return view_op(Reshape, self, shape=())
+        return view_op(Transpose, self, dim0=dim0, dim1=dim1)
 
     def swapaxes(self, axis0: int, axis1: int) -> Tensor:
         """Alias of ``transpose`` (torch's, and NumPy's name)."""
@@ -560,29 +422,29 @@ class Tensor(TensorAPI, TensorMath):
 
     def permute(self, *dims: int | Sequence[int]) -> Tensor:
         """Reorder the dims: output dim i is input dim ``dims[i]``."""
-        return Permute.apply(self, dims=_shape_arg(dims))
+        return view_op(Permute, self, dims=_shape_arg(dims))
 
     @property
     def T(self) -> Tensor:
         """Transpose of a 2-D tensor."""
         if self.ndim != 2:
             raise ValueError(f"T: expected a 2-D tensor, got shape {self.shape}")
-        return Transpose.apply(self, dim0=0, dim1=1)
+        return view_op(Transpose, self, dim0=0, dim1=1)
 
     def unsqueeze(self, dim: int) -> Tensor:
         """Insert a dim of size 1 at ``dim``."""
-        return Unsqueeze.apply(self, dim=dim)
+        return view_op(Unsqueeze, self, dim=dim)
 
     def squeeze(self, dim: int | None = None) -> Tensor:
         """Remove dims of size 1 (only ``dim`` if given)."""
-        return Squeeze.apply(self, dim=dim)
+        return view_op(Squeeze, self, dim=dim)
 
     def expand(self, *sizes: int | Sequence[int]) -> Tensor:
         """Broadcast to ``sizes`` (-1 keeps a dim)."""
-        return Expand.apply(self, sizes=_shape_arg(sizes))
+        return view_op(Expand, self, sizes=_shape_arg(sizes))
 
     def __getitem__(self, index: Any) -> Tensor:
-        return GetItem.apply(self, index=index if type(index) is slice else _plain_index(index))  # (x[:E]: as it is)
+        return view_op(GetItem, self, index=index if type(index) is slice else _plain_index(index))  # (x[:E]: as it is)
 
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes; each a slice."""
@@ -654,20 +516,6 @@ def _unwrap(x: Any) -> Any:
     return x.array if isinstance(x, Tensor) else x
 
 
-def _plain_index(index: Any) -> Any:
-    """Replace tensors inside an index by their arrays (the op sees arrays only); an index of ints ends in
-    ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
-    if isinstance(index, tuple):
-        return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
-            (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())
-    if isinstance(index, Tensor):
-        return index.array
-    if isinstance(index, list):
-        array = np.asarray(index)
-        return array.astype(np.int64) if array.size == 0 else array  # x[[]]: an empty integer index, as torch
-    return (index, Ellipsis) if type(index) is int else index
-
-
 def where(condition: Tensor | np.ndarray, input: Tensor | float, other: Tensor | float) -> Tensor:
     """``input`` where ``condition`` is True, else ``other`` (all three broadcast)."""
     return Where.apply(condition, input, other)
@@ -703,5 +551,5 @@ _UFUNC_OPS = {
 _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.sign}
 
 
-# The backward pass (engine.py), which itself builds on Tensor: imported last, as function.py imports this file.
-from . import engine  # noqa: E402
+# From here on, every op's result is one of these tensors, and every node it records one of graph.py's
+function.register(tensor=Tensor, node=GraphNode, leaf=GraphLeaf)

@@ -14,21 +14,44 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from . import grad_mode, pickling, printing
+from . import pickling, printing, views
+from .core import function, grad_mode
+from .core.checks import normalize_dim, normalize_dims
+from .core.dtypes import as_dtype
+from .core.ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
+from .core.ops.matmul import Einsum
+from .core.ops.reduction import Norm, TakeAlong
+from .core.ops.shape import Gather, SetItem, Triangle
+from .creation import _rng, full, ones, tensor, zeros
 from .devices import CPU, check_device, device
-from .dtypes import as_dtype
-from .function import normalize_dim, normalize_dims
-from .ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
-from .ops.matmul import Einsum
-from .ops.reduction import Norm, TakeAlong
-from .ops.shape import Gather, SetItem, Triangle
 
 if TYPE_CHECKING:
     from .tensor import Tensor
+
+
+class MinMax(NamedTuple):
+    """What ``max(dim)`` and ``min(dim)`` return, as torch: ``values`` (differentiable) and ``indices``."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def _plain_index(index: Any) -> Any:
+    """Replace tensors inside an index by their arrays (the op sees arrays only); an index of ints ends in
+    ``...``, so that one element is a 0-d view of the tensor's memory, as torch's (NumPy would copy it out)."""
+    if isinstance(index, tuple):
+        return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
+            (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())
+    if isinstance(index, function.TensorBase):
+        return index.array
+    if isinstance(index, list):
+        array = np.asarray(index)
+        return array.astype(np.int64) if array.size == 0 else array  # x[[]]: an empty integer index, as torch
+    return (index, Ellipsis) if type(index) is int else index
 
 
 def _array(x: Any) -> Any:
@@ -42,19 +65,17 @@ def _dtype_kind(x: Any) -> str:
 
 def _from_array(array: np.ndarray) -> Tensor:
     """A new tensor holding ``array`` (no graph: its values come from a step without a derivative)."""
-    from .tensor import Tensor
-
-    return Tensor._make(np.asarray(array))
+    return function.Tensor._make(np.asarray(array))
 
 
 def _as_tensor(value: Any, like: Tensor) -> Tensor:
     """``value`` (a number, an array) as a tensor of ``like``'s kind, for the reflected operators."""
-    from .tensor import Tensor
-
-    if isinstance(value, Tensor):
+    if isinstance(value, function.TensorBase):
         return value
     array = np.asarray(value)
-    return Tensor._make(array.astype(like.dtype) if array.dtype.kind in "iubf" and like.dtype.kind == "f" else array)
+    if array.dtype.kind in "iubf" and like.dtype.kind == "f":
+        array = array.astype(like.dtype)
+    return function.Tensor._make(array)
 
 
 def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:
@@ -233,7 +254,6 @@ class TensorAPI:
         return self
 
     def _change_view_in_place(self: Tensor, op: str, fn: Any, args: tuple, kwargs: dict) -> Tensor:
-        from . import views  # (views.py builds on tensor.py, which imports this file: looked up when a view changes)
 
         views.change_in_place(self, op, fn, args, kwargs)
         self._version += 1
@@ -282,8 +302,6 @@ class TensorAPI:
 
         torch's arguments are ``from`` and ``to``; ``from`` is a Python keyword, so they are read from
         ``*bounds`` (``uniform_(-0.1, 0.1)``) or as ``**{"from": a, "to": b}``."""
-        from .creation import _rng
-
         low = bounds[0] if len(bounds) > 0 else names.pop("from", 0.0)
         high = bounds[1] if len(bounds) > 1 else names.pop("to", 1.0)
         if len(bounds) > 2 or names:
@@ -296,15 +314,11 @@ class TensorAPI:
 
     def normal_(self: Tensor, mean: builtins.float = 0, std: builtins.float = 1, *, generator: Any = None) -> Tensor:
         """Fill with samples from the normal distribution ``N(mean, std**2)``, in place."""
-        from .creation import _rng
-
         return self._in_place("normal_", Copy, _rng("normal_", generator).normal(mean, std, self.shape))
 
     def __setitem__(self: Tensor, index: Any, value: Any) -> None:
         """``x[index] = value`` (basic, advanced and bool-mask indexes): in place; in a graph ``value`` gets
         the gradient of the elements it wrote, the overwritten ones get none."""
-        from .tensor import _plain_index
-
         value = value if hasattr(value, "gradient_edge") else np.asarray(value)
         self._in_place("__setitem__", SetItem, value, index=_plain_index(index))
 
@@ -547,29 +561,21 @@ class TensorAPI:
     def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: builtins.bool = False) -> Tensor:
         """A copy of ``data`` as a tensor of this dtype."""
-        from .creation import tensor
-
         return tensor(data, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
 
     def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: builtins.bool = False) -> Tensor:
         """Zeros of ``size`` in this dtype."""
-        from .creation import zeros
-
         return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
 
     def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         """Ones of ``size`` in this dtype."""
-        from .creation import ones
-
         return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
 
     def new_full(self: Tensor, size: Sequence[builtins.int], fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         """``fill_value`` everywhere, of ``size``, in this dtype."""
-        from .creation import full
-
         return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, device=device,
                     requires_grad=requires_grad)
 
@@ -699,8 +705,6 @@ class TensorAPI:
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
              stable: builtins.bool = False) -> Any:
         """``(values, indices)`` sorted along ``dim``; values are ``self`` picked at the indices (``TakeAlong``)."""
-        from .tensor import MinMax
-
         if self.ndim == 0:
             return MinMax(self.reshape(()), self._make(np.zeros((), dtype=np.int64)))
         d, order = self._sort_order("sort", dim, descending)
@@ -714,8 +718,6 @@ class TensorAPI:
     def topk(self: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
              sorted: builtins.bool = True) -> Any:
         """The ``k`` largest (or smallest) along ``dim`` as ``(values, indices)``: ``sort`` cut to ``k``."""
-        from .tensor import MinMax
-
         d = normalize_dim("topk", dim, self.ndim) if self.ndim else 0
         length = self.shape[d] if self.ndim else 1
         if not 0 <= k <= length:

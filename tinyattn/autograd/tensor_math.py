@@ -17,9 +17,28 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .function import normalize_dim
-from .ops.elementwise import Abs, Add, Cos, Div, Exp, Log, MaskedFill, Mul, Neg, ReLUFn, Sigmoid, Sin, Sqrt, Sub, Tanh
-from .ops.shape import SetItem, gather_index
+from .core import grad_mode
+from .core.checks import normalize_dim
+from .core.ops.elementwise import (
+    Abs,
+    Add,
+    Cos,
+    Div,
+    Exp,
+    Log,
+    MaskedFill,
+    Mul,
+    Neg,
+    ReLUFn,
+    Sigmoid,
+    Sin,
+    Sqrt,
+    Sub,
+    Tanh,
+    Where,
+)
+from .core.ops.shape import SetItem, gather_index
+from .creation import multinomial
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -77,11 +96,9 @@ class TensorMath:
 
     def _pick(self: Tensor, other: Tensor, mine: np.ndarray) -> Tensor:
         """``self`` where ``mine``, else ``other``; where they tie, their mean (so each gets half the gradient)."""
-        from .tensor import where
-
-        picked = where(mine, self, other)
+        picked = Where.apply(mine, self, other)
         ties = self.array == other.array
-        return where(ties, (self + other) * 0.5, picked) if ties.any() else picked
+        return Where.apply(ties, (self + other) * 0.5, picked) if ties.any() else picked
 
     # -- comparisons (outside the graph, as torch's) ---------------------------------------------------
 
@@ -336,8 +353,6 @@ class TensorMath:
     def multinomial(self: Tensor, num_samples: int, replacement: builtins.bool = False, *,
                     generator: Any = None) -> Tensor:
         """Indices drawn from each row's categorical distribution, with weights ``self`` (``torch.multinomial``)."""
-        from .creation import multinomial  # (creation.py imports tensor.py, which imports this file)
-
         return multinomial(self, num_samples, replacement, generator=generator)
 
     def argwhere(self: Tensor) -> Tensor:
@@ -346,8 +361,6 @@ class TensorMath:
 
     def prod(self: Tensor, dim: int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """The product of the elements (of all, or along ``dim``); refuses inside a graph (no backward here)."""
-        from . import grad_mode
-
         if self._requires_grad and grad_mode.is_grad_enabled():
             raise RuntimeError("prod: its gradient is not implemented in tinyattn; compute it under no_grad, or "
                                "write it as exp(log(x).sum()) for positive x")

@@ -15,13 +15,18 @@ base moves on, so an op that saved the old values refuses its backward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .function import Context, Function
+from .core.function import Context, Function, Node
+from .core.ops.elementwise import Cast, Clone
+from .core.ops.shape import Expand, GetItem, Permute, Reshape, Squeeze, Transpose, Unsqueeze
 from .higher_order import Transposed
-from .ops.elementwise import Cast, Clone
-from .ops.shape import Expand
-from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+# The ops whose result may share its input's memory: a view of it, with its version counter
+VIEW_OPS = frozenset({Reshape, Transpose, Permute, Unsqueeze, Squeeze, Expand, GetItem})
 
 
 def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -53,13 +58,14 @@ def _chain(op: str, view: Tensor, base: Tensor) -> list[tuple[type[Function], Co
     """The view ops from ``view`` back to ``base``, each with its context; refused where torch refuses or the
     chain cannot be read (a view of a tensor outside the graph)."""
     target = base._grad_fn or base._leaf_node
-    node, chain = view._grad_fn, []
+    node: Node | None = view._grad_fn
+    chain = []
     while node is not None and node is not target:
         if node.fn is Expand:
             raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-to tensor "
                                "refers to a single memory location (an expanded view). Please clone() the tensor "
                                "before performing the operation.")
-        if not node.fn.is_view or node.ctx is None:
+        if node.fn not in VIEW_OPS or node.ctx is None:
             break
         chain.append((node.fn, node.ctx))
         node = node.edges[0]

@@ -157,7 +157,7 @@ def walkthrough(args: argparse.Namespace, built: Built | None = None) -> str:
         lines[2:2] = [
             "Attention is one FlashAttention step here (need_weights=False): its forward walks the keys in blocks",
             "with an online softmax and keeps only the output and each row's log-sum-exp; its backward recomputes",
-            "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/ops/flash_attention.py). Here",
+            "each block's P_j = exp(S_j − LSE) instead of storing P (see autograd/core/ops/flash_attention.py). Here",
             f"{how} (the library's default block is 128 keys, so at this size it would keep P).",
             *([] if args.kv_len else [
                 "In self-attention Q, K and V also come from one product, as torch computes them on this path:",

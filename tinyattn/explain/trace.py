@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.function import Function, LeafNode, Node
-from ..autograd.grad_mode import set_recorder
+from ..autograd.core.function import Function, LeafNode, Node
+from ..autograd.core.grad_mode import set_recorder
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.core.grad_mode import no_grad
 from ..autograd.creation import float_dtype
-from ..autograd.grad_mode import no_grad
 from .module import Module
 from .parameter import Parameter
 

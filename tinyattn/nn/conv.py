@@ -1,7 +1,7 @@
 """Convolution and pooling over 1-D and 2-D inputs: ``Conv1d``, ``Conv2d``, ``MaxPool1d``, ``MaxPool2d``,
 ``AvgPool1d``, ``AvgPool2d`` and their functions (``F.conv2d``, ``F.max_pool2d``...).
 
-All of them start from ``Windows`` (``autograd/ops/windows.py``): the input's patches laid out as
+All of them start from ``Windows`` (``autograd/core/ops/windows.py``): the input's patches laid out as
 extra dims. A convolution is then the sum over channel and kernel of patch times weight (one
 ``einsum``), a max pool the largest element of each patch (``gather`` at its ``argmax``, so the
 gradient goes to that one element, as torch's), an average pool the patch's mean. Shapes, defaults
@@ -17,8 +17,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd import Tensor, cat
+from ..autograd.core.ops.windows import Windows
 from ..autograd.creation import float_dtype
-from ..autograd.ops.windows import Windows
 from ..autograd.tensor_api import einsum
 from . import init
 from .module import Module

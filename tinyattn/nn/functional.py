@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Tensor, cat, default_generator, tensor, where
-from ..autograd.function import broadcast_shapes, broadcasts_to
-from ..autograd.ops.elementwise import GELUFn, ReLUFn
-from ..autograd.ops.flash_attention import FlashAttention, PackedFlashAttention
-from ..autograd.ops.matmul import LinearFn
+from ..autograd.core.checks import broadcast_shapes, broadcasts_to
+from ..autograd.core.ops.elementwise import GELUFn, ReLUFn
+from ..autograd.core.ops.flash_attention import FlashAttention, PackedFlashAttention
+from ..autograd.core.ops.matmul import LinearFn
 from .conv import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d  # (conv.py)
 from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,

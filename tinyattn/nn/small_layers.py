@@ -75,7 +75,7 @@ def _product(sizes: tuple[int, ...], total: int) -> int:
 class Softmax(Module):
     """``softmax(input, dim)``: each slice along ``dim`` becomes a distribution.
 
-    The module form; the op and its derivative are ``Softmax`` in ``autograd/ops/softmax.py``."""
+    The module form; the op and its derivative are ``Softmax`` in ``autograd/core/ops/softmax.py``."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -91,7 +91,7 @@ class Softmax(Module):
 
 
 class Tanh(Module):
-    """``tanh(x)``; the op and its derivative are ``Tanh`` in ``autograd/ops/elementwise.py``."""
+    """``tanh(x)``; the op and its derivative are ``Tanh`` in ``autograd/core/ops/elementwise.py``."""
 
     def forward(self, input: Tensor) -> Tensor:
         """Same shape in and out."""
@@ -99,7 +99,7 @@ class Tanh(Module):
 
 
 class Sigmoid(Module):
-    """``1 / (1 + exp(-x))``; the op and its derivative are ``Sigmoid`` in ``autograd/ops/elementwise.py``."""
+    """``1 / (1 + exp(-x))``; the op and its derivative are ``Sigmoid`` in ``autograd/core/ops/elementwise.py``."""
 
     def forward(self, input: Tensor) -> Tensor:
         """Same shape in and out."""
@@ -145,7 +145,7 @@ class LazyLinear(Linear):
 class LogSoftmax(Module):
     """``log_softmax(input, dim)``: the log of a distribution along ``dim``.
 
-    The module form; the op and its derivative are ``LogSoftmax`` in ``autograd/ops/softmax.py``."""
+    The module form; the op and its derivative are ``LogSoftmax`` in ``autograd/core/ops/softmax.py``."""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()

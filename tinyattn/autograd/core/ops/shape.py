@@ -13,16 +13,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..checks import broadcasts_to, normalize_dim
 from ..dtypes import promote, result_type
-from ..function import (
-    Context,
-    Function,
-    broadcasts_to,
-    cast,
-    normalize_dim,
-    on_tensors,
-    unbroadcast,
-)
+from ..function import Context, Function, cast, on_tensors, unbroadcast
 
 
 class Reshape(Function):
@@ -30,7 +23,6 @@ class Reshape(Function):
 
     formula = "{out} = {0}.reshape{out_shape}"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -58,7 +50,6 @@ class Transpose(Function):
 
     formula = "{out} = {0}.transpose{dims}"
     grad_formulas = ("d{0} = d{out}.transpose{dims}",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -78,7 +69,6 @@ class Permute(Function):
 
     formula = "{out} = {0}.permute(p)"
     grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -101,7 +91,6 @@ class Unsqueeze(Function):
 
     formula = "{out} = {0}.unsqueeze(…)"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -119,7 +108,6 @@ class Squeeze(Function):
 
     formula = "{out} = {0}.squeeze()"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -140,7 +128,6 @@ class Expand(Function):
 
     formula = "{out} = {0}.expand(…)"
     grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
-    is_view = True
     linear = True
 
     @staticmethod
@@ -176,7 +163,6 @@ class GetItem(Function):
 
     formula = "{out} = {0}[{index}]"
     grad_formulas = ("d{0}[{index}] += d{out}  (zeros elsewhere)",)
-    is_view = True
     linear = True
 
     @staticmethod

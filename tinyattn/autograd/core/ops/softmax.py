@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..function import Context, Function, normalize_dim
+from ..checks import normalize_dim
+from ..function import Context, Function
 
 
 def _softmax_dim(op: str, x: np.ndarray, dim: int) -> int | None:

@@ -8,7 +8,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ..function import Context, Function, normalize_dims, on_tensors
+from ..checks import normalize_dims
+from ..function import Context, Function, on_tensors
 from .elementwise import where
 
 

@@ -1,0 +1,167 @@
+"""``Tensor``: an ``np.ndarray`` plus what reverse-mode autograd needs.
+
+A tensor holds its value in ``.array``. If it ``requires_grad``, every op applied to it records a node
+(``Function.apply``, function.py); ``backward()`` walks those nodes from the output back to the leaves
+(engine.py) and stores ``dL/dleaf`` in ``leaf.grad``.
+
+Three attributes carry the graph:
+
+* ``requires_grad``: whether ops on this tensor are recorded;
+* ``grad_fn``: the node of the op that made this tensor (None for a leaf, one the user made);
+* ``grad``: after ``backward()``, a leaf's ``dL/dself``, a tensor of its own shape.
+
+The arithmetic operators are here too, each one line that applies an op (``ops/``). tinyattn's torch-like
+``Tensor`` (``autograd/tensor.py``) builds on this class and adds the rest of torch's methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import numpy as np
+
+from . import checks, engine, function
+from .function import LeafNode, Node
+from .ops.elementwise import Add, Div, Mul, Neg, Pow, Sub
+from .ops.matmul import MatMul
+
+# The class of ``self``: an operator of a class built on Tensor returns that class (apply makes it: function.py)
+T = TypeVar("T", bound="Tensor")
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it.
+
+    Attributes:
+        array: the value, an ``np.ndarray`` (what the ops compute on).
+        grad: ``dL/dself`` after ``backward()`` (for a leaf), a Tensor, else None.
+        requires_grad: whether ops on this tensor are recorded.
+        name: an optional human label (``"Q"``, ``"scores"``) used by the explainer.
+    """
+
+    array: np.ndarray
+    # every tensor starts with these: no gradient yet, not recorded, made by no op
+    _grad: Tensor | None = None
+    _requires_grad = False
+    _grad_fn: Node | None = None
+    _leaf_node: LeafNode | None = None
+    name: str | None = None
+
+    def __init__(self, array: Any, requires_grad: bool = False) -> None:
+        self.array = np.asarray(array)
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _make(cls: type[T], array: np.ndarray, requires_grad: bool = False) -> T:
+        """Wrap an ndarray as it is, without a copy or a check (an op's result, a gradient...)."""
+        t = cls.__new__(cls)
+        t.array = array
+        t._requires_grad = requires_grad
+        return t
+
+    # -- the graph -----------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded for backward."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value:
+            checks.can_require_grad(self.array.dtype)
+        if not value and self._grad_fn is not None:
+            raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
+        self._requires_grad = bool(value)
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The node of the op that made this tensor, or None for a leaf."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True if no recorded op made this tensor (the user did, or it does not require grad)."""
+        return self._grad_fn is None
+
+    @property
+    def grad(self: T) -> T | None:
+        """``dL/dself`` after ``backward()`` (a leaf's), else None."""
+        return self._grad  # type: ignore[return-value]
+
+    @grad.setter
+    def grad(self: T, value: T | None) -> None:
+        checks.assigned_grad(self, value, Tensor)
+        self._grad = value
+
+    def gradient_edge(self) -> Node | None:
+        """The node this tensor's gradient flows into: its ``grad_fn``, a leaf's ``LeafNode``, or None."""
+        if self._grad_fn is not None:
+            return self._grad_fn
+        if not self._requires_grad:
+            return None
+        if self._leaf_node is None:  # (made once: every graph the leaf is in sends its gradient to this node)
+            self._leaf_node = function.LeafType(self)
+        return self._leaf_node
+
+    def backward(self, gradient: Any = None) -> None:
+        """Add ``d self / d leaf`` (times ``gradient``: 1 by default, for one element) to every leaf's ``.grad``."""
+        engine.backward(self, gradient)
+
+    # -- the array's facts -----------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, as a tuple."""
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        return self.array.dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self.array.ndim
+
+    # -- arithmetic: each operator applies an op (ops/elementwise.py, ops/matmul.py) --
+
+    def __add__(self: T, other: Any) -> T:
+        return Add.apply(self, other)
+
+    def __radd__(self: T, other: Any) -> T:
+        return Add.apply(other, self)
+
+    def __sub__(self: T, other: Any) -> T:
+        return Sub.apply(self, other)
+
+    def __rsub__(self: T, other: Any) -> T:
+        return Sub.apply(other, self)
+
+    def __mul__(self: T, other: Any) -> T:
+        return Mul.apply(self, other)
+
+    def __rmul__(self: T, other: Any) -> T:
+        return Mul.apply(other, self)
+
+    def __truediv__(self: T, other: Any) -> T:
+        return Div.apply(self, other)
+
+    def __rtruediv__(self: T, other: Any) -> T:
+        return Div.apply(other, self)
+
+    def __pow__(self: T, other: Any) -> T:
+        return Pow.apply(self, other)
+
+    def __rpow__(self: T, other: Any) -> T:
+        return Pow.apply(other, self)
+
+    def __neg__(self: T) -> T:
+        return Neg.apply(self)
+
+    def __matmul__(self: T, other: Any) -> T:
+        return MatMul.apply(self, other)
+
+
+function.register(tensor=Tensor)
