@@ -51,7 +51,7 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
       ("tinyattn/autograd/core/ops/shape.py", "class Transpose(Function):", "transpose")]),
     ("Broadcasting, undone in one place",
      "A bias added to every row gets the sum of the rows' gradients.",
-     [("tinyattn/autograd/core/function.py", "def unbroadcast(", "`unbroadcast(grad, shape)`")]),
+     [("tinyattn/autograd/core/ops/shared.py", "def unbroadcast(", "`unbroadcast(grad, shape)`")]),
     ("How an op records itself",
      "`Function.apply` runs `forward` on arrays and records a `Node`: the op, what it saved, where its inputs' "
      "gradients go. The core's files, in the order to read them, are listed in `tinyattn/autograd/core/__init__.py`.",

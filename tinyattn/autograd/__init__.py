@@ -43,8 +43,9 @@ from .core.dtypes import (
     short,
     uint8,
 )
-from .core.function import Context, LeafNode, Node, unbroadcast
+from .core.function import Context, LeafNode, Node
 from .core.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .core.ops.shared import unbroadcast
 from .creation import (
     Generator,
     arange,

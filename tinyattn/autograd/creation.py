@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .core import dtypes, function
+from .core import dtypes, registry
 from .core.dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401  (re-exported)
 from .devices import check_device
 
@@ -35,7 +35,7 @@ def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
     bool; a NumPy array keeps its dtype (float64 stays float64). Strings,
     objects and complex numbers raise ``TypeError``.
     """
-    if isinstance(data, function.TensorBase):
+    if isinstance(data, registry.TensorBase):
         data = data.array
     from_numpy = isinstance(data, (np.ndarray, np.generic))
     try:
@@ -158,7 +158,7 @@ def float_dtype(dtype: Any, device: Any = None) -> np.dtype:
 
 def _new(op: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     check_device(op, device)
-    t = function.Tensor._make(data)
+    t = registry.Tensor._make(data)
     t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
     return t
 
@@ -168,7 +168,7 @@ def tensor(
 ) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python floats become the default float dtype, ints int64)."""
     check_device("tensor", device)
-    t = function.Tensor._make(to_array(data, None if dtype is None else as_dtype(dtype)))
+    t = registry.Tensor._make(to_array(data, None if dtype is None else as_dtype(dtype)))
     t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
     return t
 
@@ -176,7 +176,7 @@ def tensor(
 def as_tensor(data: ArrayLike, *, dtype: Any = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a NumPy array or tensor of the same dtype (else a copy)."""
     check_device("as_tensor", device)
-    if isinstance(data, function.TensorBase):
+    if isinstance(data, registry.TensorBase):
         return data if dtype is None else data.to(as_dtype(dtype))
     if isinstance(data, np.ndarray) and (dtype is None or as_dtype(dtype) == data.dtype):
         return from_numpy(data)
@@ -189,7 +189,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
     if ndarray.dtype.kind not in "fiub":
         raise TypeError(f"from_numpy: can't convert an array of dtype {ndarray.dtype}")
-    return function.Tensor._make(ndarray)
+    return registry.Tensor._make(ndarray)
 
 
 def _filled(op: str, fill: Any, size: tuple[Any, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -230,7 +230,7 @@ def full(
     size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value, as torch)."""
-    fill_value = fill_value.item() if isinstance(fill_value, function.TensorBase) else fill_value
+    fill_value = fill_value.item() if isinstance(fill_value, registry.TensorBase) else fill_value
     dtype = _scalar_dtype(fill_value) if dtype is None else dtype
     return _filled("full", fill_value, (size,), dtype, device, requires_grad)
 
@@ -312,21 +312,21 @@ def randperm(
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None) -> Tensor:
     """Samples from normal distributions: ``normal(mean, std, size)`` with floats, or elementwise from tensors."""
     for name, value in (("mean", mean), ("std", std)):
-        if isinstance(value, function.TensorBase) and value.requires_grad:
+        if isinstance(value, registry.TensorBase) and value.requires_grad:
             raise NotImplementedError(f"normal: no gradient to {name} here; pass {name}.detach()")
-    m, s = (v.array if isinstance(v, function.TensorBase) else v for v in (mean, std))
+    m, s = (v.array if isinstance(v, registry.TensorBase) else v for v in (mean, std))
     if np.any(np.asarray(s) < 0):
         raise RuntimeError("normal: std must be >= 0")
     shape = _size("normal", (size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    dtype = next((v.dtype for v in (mean, std) if isinstance(v, function.TensorBase)), dtypes.DEFAULT_FLOAT)
+    dtype = next((v.dtype for v in (mean, std) if isinstance(v, registry.TensorBase)), dtypes.DEFAULT_FLOAT)
     if dtype.kind != "f":
         raise TypeError(f"normal: expected floating-point mean and std, got {dtype}")
-    return function.Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))
+    return registry.Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """Indices drawn from each row's categorical distribution, with weights ``input`` (need not sum to 1)."""
-    weights = np.asarray(input.array if isinstance(input, function.TensorBase) else input, dtype=np.float64)
+    weights = np.asarray(input.array if isinstance(input, registry.TensorBase) else input, dtype=np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {weights.shape}")
     if np.any(weights < 0) or not np.all(np.isfinite(weights)):
@@ -338,14 +338,14 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     rng = _rng("multinomial", generator)
     out = np.stack([rng.choice(len(p), size=num_samples, replace=replacement, p=p / p.sum()) for p in rows])
-    return function.Tensor._make(out.reshape(weights.shape[:-1] + (num_samples,)).astype(np.int64))
+    return registry.Tensor._make(out.reshape(weights.shape[:-1] + (num_samples,)).astype(np.int64))
 
 
 # -- like another tensor ------------------------------------------------------------
 
 
 def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], Any]:
-    if not isinstance(input, function.TensorBase):
+    if not isinstance(input, registry.TensorBase):
         raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
     return input.shape, input.dtype if dtype is None else dtype
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .core import function
+from .core import registry
 from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
 from .core.function import Node
 from .higher_order import recorded_step
@@ -65,21 +65,21 @@ def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
         return g
     # a backward recorded as ops starts from a Tensor: the gradient itself, if it requires grad (the gradients
     # are then functions of it too, as in torch)
-    if isinstance(gradient, function.TensorBase) and gradient.requires_grad:
+    if isinstance(gradient, registry.TensorBase) and gradient.requires_grad:
         return gradient.to(root.dtype)
-    return function.Tensor._make(g)
+    return registry.Tensor._make(g)
 
 
 def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[Node, Any]:
     """torch's ``outputs`` and their ``grad_outputs``, each a tensor or a sequence: each output's node and its
     gradient (None for a one-element output: ones), summed where two outputs share a node."""
-    if isinstance(outputs, function.TensorBase):
+    if isinstance(outputs, registry.TensorBase):
         outputs, gradients = (outputs,), (gradients,)
     elif not isinstance(outputs, (tuple, list)):
         raise TypeError(f"{op}: outputs must be a Tensor or a sequence of Tensors, got {type(outputs).__name__}")
     elif gradients is None:
         gradients = (None,) * len(outputs)
-    elif isinstance(gradients, (function.TensorBase, np.ndarray)):  # (one: the first output's, as torch reads it)
+    elif isinstance(gradients, (registry.TensorBase, np.ndarray)):  # (one: the first output's, as torch reads it)
         gradients = (gradients,)
     elif not isinstance(gradients, (tuple, list)):
         raise TypeError(f"{op}: the outputs' gradients must be a Tensor, None or a sequence, got "
@@ -88,7 +88,7 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
         raise RuntimeError(f"{op}: got {len(outputs)} tensors and {len(gradients)} gradients")
     roots: dict[Node, Any] = {}
     for i, (output, gradient) in enumerate(zip(outputs, gradients)):
-        if not isinstance(output, function.TensorBase):
+        if not isinstance(output, registry.TensorBase):
             raise TypeError(f"{op}: outputs must be Tensors, got {type(output).__name__} at position {i}")
         if not output.requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
@@ -101,10 +101,10 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
 def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[int]]]:
     """torch's ``inputs`` (a tensor or a sequence) as a tuple, and the node each one's gradient flows into -> the
     positions of the inputs it serves."""
-    inputs = (inputs,) if isinstance(inputs, function.TensorBase) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, registry.TensorBase) else tuple(inputs)
     positions: dict[Node, list[int]] = {}
     for i, t in enumerate(inputs):
-        if not isinstance(t, function.TensorBase):
+        if not isinstance(t, registry.TensorBase):
             raise TypeError(f"{op}: inputs must be Tensors, got {type(t).__name__} at position {i}")
         if not t.requires_grad:
             raise RuntimeError(f"{op}: input {i} (shape {t.shape}) does not require grad")
@@ -213,7 +213,7 @@ def grad(
     roots = _roots("grad", outputs, grad_outputs, create_graph)
     for node, g in gradients(roots, positions, torch_step(retain_graph, create_graph)):
         for i in positions[node]:
-            result[i] = g if create_graph else function.Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
+            result[i] = g if create_graph else registry.Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
     for i, r in enumerate(result):
         if r is None and not allow_unused:
             raise RuntimeError(
@@ -221,5 +221,5 @@ def grad(
                 "pass allow_unused=True if that is intended (its gradient is then None)"
             )
         if r is None and materialize_grads:
-            result[i] = function.Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
+            result[i] = registry.Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
     return tuple(result)

@@ -5,7 +5,8 @@ The Function every op of tinyattn is built on, with ``apply``, ``Context`` and `
 """
 
 from .core.checks import broadcast_shapes, broadcasts_to, normalize_dim, normalize_dims
-from .core.function import AccumulateGrad, Context, LeafNode, Node, cast, on_tensors, unbroadcast
+from .core.function import AccumulateGrad, Context, LeafNode, Node
+from .core.ops.shared import cast, on_tensors, unbroadcast
 from .custom_function import Function, FunctionCtx, once_differentiable
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .core import checks, function
+from .core import checks, registry
 from .core.function import Context, Function, LeafNode, Node
 
 
@@ -95,7 +95,7 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tup
     for a backward recorded as ops, the inputs it computes on, history and all)."""
     versions = []
     for x in inputs:
-        if isinstance(x, function.TensorBase):
+        if isinstance(x, registry.TensorBase):
             for s in saved:
                 if s is x.array:
                     versions.append((x, x._version))

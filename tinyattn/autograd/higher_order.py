@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .core import function, grad_mode
+from .core import grad_mode, registry
 from .core.function import Context, Function, Node
 from .core.grad_mode import enable_grad
 from .core.ops.elementwise import Clone
@@ -87,7 +87,7 @@ def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
         grads = (grads,)
     for g in grads:
         # an array was computed outside the recorded ops: its own derivative would be silently lost
-        if not (g is None or isinstance(g, function.TensorBase)):
+        if not (g is None or isinstance(g, registry.TensorBase)):
             raise RuntimeError(f"{fn.__name__}.backward returned a {type(g).__name__}, not a Tensor, with "
                                "create_graph=True: write it in operations that work on Tensors too, or mark it "
                                "@once_differentiable")
@@ -100,11 +100,11 @@ def _on_tensors(node: GraphNode) -> Any:
     ctx: Any = copy.copy(node.ctx)
     saved = list(ctx.saved_tensors)
     for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
-        if isinstance(tensor, function.TensorBase):  # (not an output overwritten since: backward refused it already)
+        if isinstance(tensor, registry.TensorBase):  # (not an output overwritten since: backward refused it already)
             saved = [tensor if s is tensor.array else s for s in saved]
     i = getattr(ctx, "saved_output", node.fn.saved_output)  # (an op whose backward reads its output: exp, tanh...;
     if i is not None:  # a Function of yours on arrays notes it on its context)
-        output = function.Tensor._make(np.asarray(saved[i]), True)
+        output = registry.Tensor._make(np.asarray(saved[i]), True)
         output._grad_fn = node
         saved[i] = output
     ctx.saved_tensors = tuple(saved)
@@ -131,7 +131,7 @@ def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | No
         stand_ins = list(inputs)
         wanted: dict[Node, int] = {}  # each stand-in's node -> its input position
         for i, x in enumerate(inputs):
-            if isinstance(x, function.TensorBase) and x.requires_grad:
+            if isinstance(x, registry.TensorBase) and x.requires_grad:
                 stand_ins[i] = Clone.apply(x)
                 wanted[stand_ins[i].grad_fn] = i
         out = node.fn.composed(*stand_ins, **node.ctx.kwargs)  # type: ignore[union-attr]

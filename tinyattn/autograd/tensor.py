@@ -23,7 +23,7 @@ import numpy as np
 from . import engine, printing
 from .core import (
     dtypes,  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
-    function,
+    registry,
 )
 from .core import tensor as core
 from .core.checks import normalize_dim
@@ -552,4 +552,4 @@ _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, 
 
 
 # From here on, every op's result is one of these tensors, and every node it records one of graph.py's
-function.register(tensor=Tensor, node=GraphNode, leaf=GraphLeaf)
+registry.register(tensor=Tensor, node=GraphNode, leaf=GraphLeaf)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from . import pickling, printing, views
-from .core import function, grad_mode
+from .core import grad_mode, registry
 from .core.checks import normalize_dim, normalize_dims
 from .core.dtypes import as_dtype
 from .core.ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
@@ -46,7 +46,7 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
             (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())
-    if isinstance(index, function.TensorBase):
+    if isinstance(index, registry.TensorBase):
         return index.array
     if isinstance(index, list):
         array = np.asarray(index)
@@ -65,17 +65,17 @@ def _dtype_kind(x: Any) -> str:
 
 def _from_array(array: np.ndarray) -> Tensor:
     """A new tensor holding ``array`` (no graph: its values come from a step without a derivative)."""
-    return function.Tensor._make(np.asarray(array))
+    return registry.Tensor._make(np.asarray(array))
 
 
 def _as_tensor(value: Any, like: Tensor) -> Tensor:
     """``value`` (a number, an array) as a tensor of ``like``'s kind, for the reflected operators."""
-    if isinstance(value, function.TensorBase):
+    if isinstance(value, registry.TensorBase):
         return value
     array = np.asarray(value)
     if array.dtype.kind in "iubf" and like.dtype.kind == "f":
         array = array.astype(like.dtype)
-    return function.Tensor._make(array)
+    return registry.Tensor._make(array)
 
 
 def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:

@@ -51,6 +51,12 @@ def can_require_grad(dtype: np.dtype) -> None:
         raise RuntimeError(f"only floating point tensors can require gradients (got dtype {dtype})")
 
 
+def can_stop_requiring_grad(grad_fn: Any) -> None:
+    """Only a leaf may stop requiring grad: a tensor an op made is part of its graph (``detach()`` cuts a copy out)."""
+    if grad_fn is not None:
+        raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
+
+
 def assigned_grad(tensor: Any, value: Any, tensor_type: Any) -> None:
     """``tensor.grad = value``: None, or a tensor of ``tensor``'s own shape and dtype."""
     if value is None:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from . import checks, function, grad_mode
+from . import checks, grad_mode, registry
 from .function import Node
 
 _INPUTS_DONE = object()  # (a marker on topological_order's stack)
@@ -84,7 +84,7 @@ def start_gradient(tensor: Any, gradient: Any) -> np.ndarray:
     if gradient is None:
         checks.start_gradient(tensor.shape, None)
         return np.ones_like(tensor.array)
-    if isinstance(gradient, function.TensorBase):
+    if isinstance(gradient, registry.TensorBase):
         gradient = gradient.array
     gradient = np.asarray(gradient, dtype=tensor.dtype)
     checks.start_gradient(tensor.shape, gradient)
@@ -94,7 +94,7 @@ def start_gradient(tensor: Any, gradient: Any) -> np.ndarray:
 def accumulate(tensor: Any, grad: np.ndarray) -> None:
     """Add ``grad`` to ``tensor.grad`` (which starts as a copy of the first gradient to arrive)."""
     if tensor._grad is None:
-        tensor._grad = function.Tensor._make(np.array(grad))
+        tensor._grad = registry.Tensor._make(np.array(grad))
     else:
         tensor._grad.array += grad
 

@@ -19,11 +19,8 @@ The contract between the graph and the tensors, all of it:
   ``retained``: a weak reference to the tensor whose ``.grad`` receives the node's output gradient (a leaf),
   else None.
 
-This file never imports a tensor class: ``tensor.py`` registers the one ``apply`` makes (``register``),
-and so can a class built on it. ``unbroadcast`` at the bottom is the one place broadcasting is undone.
-
-Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
-``python -m tinyattn.homework`` can blank for students; its guide: ``python -m tinyattn.homework guide``.
+This file never imports a tensor class: ``tensor.py`` registers the one ``apply`` makes (``registry.py``),
+and so can a class built on it.
 """
 
 from __future__ import annotations
@@ -33,35 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import checks, grad_mode
-
-# The classes apply makes, registered from above (see ``register``).
-TensorBase: Any = None  # the core's tensor: apply takes the array out of any input of this class
-Tensor: Any = None  # the class of apply's results: the core's tensor, or a class built on it
-
-
-def register(tensor: type | None = None, node: type | None = None, leaf: type | None = None) -> None:
-    """Make ``apply``'s results of class ``tensor``, its nodes of class ``node``, and leaves' nodes of class ``leaf``.
-
-    ``tensor.py`` registers the core's Tensor. tinyattn's torch-like Tensor, a subclass of it, and its nodes,
-    subclasses of ``Node`` and ``LeafNode`` with torch's extras, register themselves in turn, from outside this
-    folder.
-    """
-    global TensorBase, Tensor, NodeType, LeafType
-    if tensor is not None:
-        if TensorBase is None:
-            TensorBase = tensor
-        if not issubclass(tensor, TensorBase):
-            raise TypeError(f"register: {tensor.__name__} is not built on {TensorBase.__name__}")
-        Tensor = tensor
-    if node is not None:
-        if not issubclass(node, Node):
-            raise TypeError(f"register: {node.__name__} is not built on Node")
-        NodeType = node
-    if leaf is not None:
-        if not issubclass(leaf, LeafNode):
-            raise TypeError(f"register: {leaf.__name__} is not built on LeafNode")
-        LeafType = leaf
+from . import checks, grad_mode, registry
 
 
 class Context:
@@ -136,7 +105,7 @@ class Function:
         arrays = []
         needs = []
         for x in inputs:
-            if isinstance(x, TensorBase):
+            if isinstance(x, registry.TensorBase):
                 arrays.append(x.array)
                 needs.append(x._requires_grad)
             else:
@@ -148,11 +117,11 @@ class Function:
         ctx.kwargs = options
         out = cls.forward(ctx, *arrays, **options)
         # 3. the result, a tensor around forward's array (a NumPy scalar becomes a 0-d array)
-        result = Tensor._make(np.asarray(out))
+        result = registry.Tensor._make(np.asarray(out))
         # 4. the node backward will call, if grad mode is on and some input wants a gradient
         if grad_mode.is_grad_enabled() and True in needs:
             result._requires_grad = True
-            result._grad_fn = NodeType(cls, ctx, inputs)
+            result._grad_fn = registry.Node(cls, ctx, inputs)
             grad_mode.note_forward(result._grad_fn, inputs, result)
         return result
 
@@ -217,42 +186,4 @@ class LeafNode(Node):
         self.retained = weakref.ref(leaf)
 
 
-NodeType: Any = Node  # the class of the nodes apply records: Node, or a class built on it (see register)
-LeafType: Any = LeafNode  # the class of a leaf's node: LeafNode, or a class built on it
-
-
-def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
-    """Undo broadcasting: sum ``grad`` down to ``shape`` (and cast to ``dtype``).
-
-    Forward broadcasting copies an input along new leading axes and along axes
-    of size 1, so its gradient is the sum of the upstream gradient over exactly
-    those axes.
-    """
-    if grad.shape == shape and (dtype is None or grad.dtype == dtype):
-        return grad  # nothing was broadcast
-    # BEGIN TASK unbroadcast
-    extra = grad.ndim - len(shape)
-    if extra > 0:
-        grad = grad.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    # END TASK
-    if dtype is not None and grad.dtype != dtype:
-        grad = cast(grad, dtype)
-    return grad
-
-
-def on_tensors(*xs: Any) -> bool:
-    """True when a backward computes on tensors rather than arrays (a gradient being differentiated in turn)."""
-    for x in xs:
-        if isinstance(x, TensorBase):
-            return True
-    return False
-
-
-def cast(x: Any, dtype: Any) -> Any:
-    """``x`` in ``dtype``: ``astype`` for an array, ``to`` for a tensor."""
-    if isinstance(x, TensorBase):
-        return x.to(dtype)
-    return x.astype(dtype, copy=False)
+registry.register(node=Node, leaf=LeafNode)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import checks, engine, function
+from . import checks, engine, registry
 from .function import LeafNode, Node
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, Sub
 from .ops.matmul import MatMul
@@ -70,8 +70,8 @@ class Tensor:
     def requires_grad(self, value: bool) -> None:
         if value:
             checks.can_require_grad(self.array.dtype)
-        if not value and self._grad_fn is not None:
-            raise RuntimeError("requires_grad can only be turned off on a leaf; use detach()")
+        else:
+            checks.can_stop_requiring_grad(self._grad_fn)
         self._requires_grad = bool(value)
 
     @property
@@ -101,7 +101,7 @@ class Tensor:
         if not self._requires_grad:
             return None
         if self._leaf_node is None:  # (made once: every graph the leaf is in sends its gradient to this node)
-            self._leaf_node = function.LeafType(self)
+            self._leaf_node = registry.LeafNode(self)
         return self._leaf_node
 
     def backward(self, gradient: Any = None) -> None:
@@ -164,4 +164,4 @@ class Tensor:
         return MatMul.apply(self, other)
 
 
-function.register(tensor=Tensor)
+registry.register(tensor=Tensor)

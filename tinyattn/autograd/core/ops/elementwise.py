@@ -18,7 +18,8 @@ import numpy as np
 from .. import dtypes  # dtypes.DEFAULT_FLOAT: the default float dtype, read at each call (set_default_dtype)
 from ..checks import broadcast_shapes, broadcasts_to
 from ..dtypes import promote, result_type
-from ..function import Context, Function, on_tensors, unbroadcast
+from ..function import Context, Function
+from .shared import on_tensors, unbroadcast
 
 
 def _meta(x: Any) -> tuple[tuple[int, ...], Any]:

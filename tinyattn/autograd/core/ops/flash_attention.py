@@ -46,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-from ..function import Context, Function, unbroadcast
+from ..function import Context, Function
+from .shared import unbroadcast
 
 
 def _block_keep(seed: int, j: int, shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:

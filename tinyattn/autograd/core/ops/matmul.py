@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..function import Context, Function, cast, on_tensors, unbroadcast
+from ..function import Context, Function
+from .shared import cast, on_tensors, unbroadcast
 
 
 class MatMul(Function):

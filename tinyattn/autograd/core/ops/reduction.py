@@ -9,8 +9,9 @@ from typing import Iterable
 import numpy as np
 
 from ..checks import normalize_dims
-from ..function import Context, Function, on_tensors
+from ..function import Context, Function
 from .elementwise import where
+from .shared import on_tensors
 
 
 def _expand_back(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: tuple[int, ...]) -> np.ndarray:

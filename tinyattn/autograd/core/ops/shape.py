@@ -15,7 +15,8 @@ import numpy as np
 
 from ..checks import broadcasts_to, normalize_dim
 from ..dtypes import promote, result_type
-from ..function import Context, Function, cast, on_tensors, unbroadcast
+from ..function import Context, Function
+from .shared import cast, on_tensors, unbroadcast
 
 
 class Reshape(Function):
