@@ -1,6 +1,6 @@
 """Ways to make tensors, with torch's names and arguments: ``tensor``, ``zeros``, ``randn``, ``arange``...
 
-Every factory takes ``dtype=`` (any of torch's names, see ``dtypes.py``),
+Every factory takes ``dtype=`` (any of torch's names, see ``core/dtypes.py``),
 ``device=`` (the CPU; see ``devices.py``) and ``requires_grad=``. Random tensors
 come from one NumPy ``Generator``; ``manual_seed(s)`` replaces it, which makes
 every later ``randn``/``rand``/``randint``... (and the modules' initial weights,

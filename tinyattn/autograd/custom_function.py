@@ -1,7 +1,7 @@
 """Functions written as torch's docs write them ("Extending PyTorch"): ``forward`` and ``backward`` on Tensors.
 
-tinyattn's own ops compute on arrays (``ops/``). A ``Function`` subclassed outside tinyattn gets
-torch's contract instead, from ``run``, its ``apply``:
+tinyattn's own ops compute on arrays (``core/ops/``, built on the core's ``Function``). ``Function`` here,
+torch's, is built on that one, and a subclass of it gets torch's contract instead, from ``run``, its ``apply``:
 
 * ``forward(ctx, *args)`` receives the Tensors themselves (and any other argument as it is), runs
   with grad mode off, and returns a Tensor or a tuple of them;

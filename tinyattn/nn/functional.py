@@ -41,7 +41,7 @@ from .losses import (  # the losses live in losses.py, compositions of the ops
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)`` (one op: ``ops/matmul.py``)."""
+    """``y = x W^T + b``: ``(..., in) -> (..., out)`` with ``weight (out, in)`` (one op: ``core/ops/matmul.py``)."""
     return LinearFn.apply(input, weight, bias)
 
 
@@ -368,7 +368,7 @@ def scaled_dot_product_attention(
     *,
     block_size: int = 128,
 ) -> Tensor:
-    """torch's SDPA: ``softmax(Q Kᵀ · scale + mask) V``, computed by FlashAttention (``ops/flash_attention.py``).
+    """torch's SDPA: ``softmax(Q Kᵀ · scale + mask) V``, computed by FlashAttention (``core/ops/flash_attention.py``).
 
     Shapes: ``query (..., L, d)``, ``key (..., S, d)``, ``value (..., S, d_v)`` -> ``(..., L, d_v)``.
     **Mask polarity:** a bool ``attn_mask`` is True where attention is *allowed*

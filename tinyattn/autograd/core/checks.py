@@ -69,10 +69,11 @@ def assigned_grad(tensor: Any, value: Any, tensor_type: Any) -> None:
                            f"{tensor.shape} and dtype {tensor.dtype}")
 
 
-def start_gradient(shape: tuple[int, ...], gradient: np.ndarray | None) -> None:
-    """The gradient a backward pass starts from: none for a one-element output (it is 1), else one of its shape."""
+def start_gradient(output: np.ndarray, gradient: np.ndarray | None) -> None:
+    """The gradient a backward pass starts from at ``output``: none for one element (it is 1), else one of its shape."""
+    shape = output.shape
     if gradient is None:
-        if int(np.prod(shape)) != 1:
+        if output.size != 1:
             raise RuntimeError(
                 f"backward: grad can be implicitly created only for one-element outputs; "
                 f"this output has shape {shape}, so pass gradient=... of that shape"

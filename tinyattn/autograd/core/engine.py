@@ -82,12 +82,12 @@ def start_gradient(tensor: Any, gradient: Any) -> np.ndarray:
     """The gradient a backward pass starts from at ``tensor``: ``gradient``, or 1 for a one-element ``tensor``
     (dL/dL = 1), in ``tensor``'s dtype."""
     if gradient is None:
-        checks.start_gradient(tensor.shape, None)
+        checks.start_gradient(tensor.array, None)
         return np.ones_like(tensor.array)
     if isinstance(gradient, registry.TensorBase):
         gradient = gradient.array
     gradient = np.asarray(gradient, dtype=tensor.dtype)
-    checks.start_gradient(tensor.shape, gradient)
+    checks.start_gradient(tensor.array, gradient)
     return gradient
 
 
