@@ -354,14 +354,19 @@ def test_a_tensor_passed_as_several_inputs_of_one_op_matches_torch_at_first_and_
     np.testing.assert_allclose(plain.numpy(), tg, **TOL)
 
 
-def test_an_input_and_its_detached_copy_in_one_op_match_torch_at_second_order():
-    """The detached copy shares the input's values, not its history: no gradient flows through it."""
+@pytest.mark.parametrize("cut", ["detach", "data"])
+def test_an_input_and_its_detached_copy_in_one_op_match_torch_at_second_order(cut):
+    """The detached copy (``x.detach()``, ``x.data``) shares the input's values, not its history: no gradient
+    flows through it."""
     rng = np.random.default_rng(8)
     data, u, v = (rng.standard_normal((3, 4)) for _ in range(3))
 
+    def detached(t):
+        return t.detach() if cut == "detach" else t.data
+
     def program(lib, x):
-        return (x * x.detach()).exp() + lib.nn.functional.scaled_dot_product_attention(
-            _query(x), _query(x).detach(), _query(x)).reshape(3, 4)
+        return (x * detached(x)).exp() + lib.nn.functional.scaled_dot_product_attention(
+            _query(x), detached(_query(x)), _query(x)).reshape(3, 4)
 
     for ours, theirs in zip(_second_derivative(ta, program, data, u, v),
                             _second_derivative(torch, program, data, u, v)):

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .core import registry
-from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
+from . import higher_order
+from .core import grad_mode, registry
+from .core.engine import Step, accumulate, backpropagate, start_gradient, topological_order
 from .core.function import Node
-from .higher_order import recorded_step
 from .wanted import gradients
 
 if TYPE_CHECKING:
@@ -32,19 +32,19 @@ if TYPE_CHECKING:
 def torch_step(retain_graph: bool | None, create_graph: bool) -> Step:
     """One node's backward as torch runs it: recorded as ops with ``create_graph``, and the node freed after it
     unless the graph is kept (``retain_graph``, which defaults to ``create_graph``)."""
+    record = None
     if create_graph:
-        run: Step = recorded_step
-    else:
-        run = call_backward
-    if keeps_graph(retain_graph, create_graph):
-        return run
+        record = higher_order.backward_graph
+    keep = keeps_graph(retain_graph, create_graph)
 
-    def step_and_free(node: Node, grad_output: Any) -> tuple[Any, ...]:
-        grads = run(node, grad_output)
-        node.release()  # type: ignore[attr-defined]
-        return grads
+    def step(node: Any, grad_output: Any) -> tuple[Any, ...]:
+        grad_inputs = node.backward(grad_output, record)
+        grad_mode.note_backward(node, grad_output, grad_inputs)
+        if not keep:
+            node.release()
+        return grad_inputs
 
-    return step_and_free
+    return step
 
 
 def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
@@ -156,11 +156,18 @@ def run_backward(
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
     step = torch_step(retain_graph, create_graph)
-    for node, grad_output in _retained_gradients(roots, wanted, step):
-        if wanted is None:
+    if wanted is None:  # every node that keeps a tensor's .grad: a leaf's, or a retain_grad() tensor's
+        passes = backpropagate(roots, topological_order(roots), step)
+    else:
+        passes = gradients(roots, wanted, step)
+    for node, grad_output in passes:
+        target: Tensor | None
+        if wanted is not None:
+            target = wanted[node]
+        elif node.retained is not None:
             target = node.retained()
         else:
-            target = wanted[node]
+            continue
         if target is None:  # (a leaf gone since its node was made)
             continue
         if not create_graph:
@@ -169,17 +176,6 @@ def run_backward(
             target._grad = grad_output
         else:
             target._grad = target._grad + grad_output  # (out of place, so that the sum is recorded too)
-
-
-def _retained_gradients(roots: dict[Node, Any], wanted: dict[Node, Tensor] | None, step: Step) -> Any:
-    """Each node whose gradient a tensor keeps, with that gradient: those of ``wanted``, or by default each
-    node that retains a tensor (a leaf's, or a ``retain_grad()`` tensor's)."""
-    if wanted is not None:
-        yield from gradients(roots, wanted, step)
-        return
-    for node, grad_output in backpropagate(roots, topological_order(roots), step):
-        if node.retained is not None:
-            yield node, grad_output
 
 
 def grad(

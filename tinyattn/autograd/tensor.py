@@ -121,14 +121,14 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
         default float dtype), ``Tensor()`` (empty); ``Tensor(tensor)`` shares the tensor's memory.
         Code written today makes tensors with ``tinyattn.tensor(data, dtype=..., requires_grad=...)``."""
         if len(args) == 1 and isinstance(args[0], Tensor) and device is None:
-            self.array = args[0].array
+            self.array = args[0].array.view()
             return
         self.array = legacy_array(dtypes.DEFAULT_FLOAT, args, "Tensor", device)
 
     @property
     def data(self) -> Tensor:
         """This tensor's memory as a tensor cut from the graph, as torch's ``.data``: ``p.data.uniform_(-0.1, 0.1)``."""
-        return Tensor._make(self.array)
+        return Tensor._make(self.array.view())  # (an array object of its own, as detach()'s)
 
     @data.setter
     def data(self, value: Any) -> None:
