@@ -625,9 +625,10 @@ class TensorAPI:
     def norm(
         self: Tensor, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None
     ) -> Tensor:
-        """The ``p``-norm over ``dim`` (all by default). 2 (``"fro"``) is one op; ``1``, ``inf``, ``-inf``, ``0``
-        and other ``p`` are compositions: ``abs().sum()``, ``abs().amax()``, ``abs().amin()``, a count,
-        ``abs().pow(p).sum().pow(1/p)``."""
+        """The ``p``-norm over ``dim`` (all by default).
+
+        2 (``"fro"``) is one op; ``1``, ``inf``, ``-inf``, ``0`` and other ``p`` are compositions: ``abs().sum()``,
+        ``abs().amax()``, ``abs().amin()``, a count, ``abs().pow(p).sum().pow(1/p)``."""
         if dtype is not None and not np.can_cast(self.dtype, as_dtype(dtype), casting="safe"):
             raise RuntimeError(f"norm: the dtype of the input ({self.dtype}) should be convertible without narrowing "
                                f"to the specified dtype ({as_dtype(dtype)})")
@@ -741,8 +742,9 @@ class TensorAPI:
 
     def repeat_interleave(self: Tensor, repeats: Any, dim: builtins.int | None = None, *,
                           output_size: builtins.int | None = None) -> Tensor:
-        """Each element repeated ``repeats`` times along ``dim`` (flattened if None): indexing with the
-        repeated positions, so the gradient sums over each element's copies."""
+        """Each element repeated ``repeats`` times along ``dim`` (the tensor flattened if None).
+
+        It is indexing with the repeated positions, so the gradient sums over each element's copies."""
         x = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else normalize_dim("repeat_interleave", dim, x.ndim)
         counts = np.asarray(_array(repeats))

@@ -243,8 +243,9 @@ class TensorMath:
         return src[tuple(slice(0, n) for n in shape)]  # (torch reads src only where index reaches)
 
     def scatter(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
-        """A copy with ``out[index[i] along dim] = src[i]`` (``src`` a tensor, or one number for all); ``src``
-        gets the gradient of what it wrote, the overwritten elements get none."""
+        """A copy with ``out[index[i] along dim] = src[i]`` (``src`` a tensor, or one number for all).
+
+        ``src`` gets the gradient of what it wrote, the overwritten elements get none."""
         where = self._scatter_where("scatter", dim, index)
         return SetItem.apply(self, self._scatter_value(index, src), index=where)
 
