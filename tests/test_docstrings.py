@@ -7,7 +7,7 @@ import pytest
 
 # The modules whose names the API reference documents (docs/reference/), each page one of them.
 PUBLIC_MODULES = [
-    "tinyattn", "tinyattn.autograd", "tinyattn.nn", "tinyattn.nn.functional", "tinyattn.nn.init",
+    "tinyattn", "tinyattn.autograd", "tinyattn.autograd.core", "tinyattn.nn", "tinyattn.nn.functional", "tinyattn.nn.init",
     "tinyattn.optim", "tinyattn.utils.data", "tinyattn.explain", "tinyattn.homework",
 ]
 
@@ -30,22 +30,10 @@ def documented():
                 continue  # NumPy's dtypes under torch's names (ta.float32 is np.float32): NumPy documents them
             yield f"{module_name}.{name}", obj
             if inspect.isclass(obj):
-                yield from members(f"{module_name}.{name}", obj)
-
-
-def members(qualified, cls):
-    """The public methods and properties of ``cls``, its own and those it inherits from tinyattn's classes (the
-    Tensor users get inherits the core's ``grad``, ``backward``...), each under ``cls``'s name."""
-    seen = set()
-    for klass in cls.__mro__:
-        if not klass.__module__.startswith("tinyattn"):
-            continue
-        for attr, value in vars(klass).items():
-            if attr in seen or attr.startswith("_"):
-                continue
-            seen.add(attr)
-            if callable(value) or isinstance(value, (property, staticmethod, classmethod)):
-                yield f"{qualified}.{attr}", getattr(cls, attr)
+                for attr, value in vars(obj).items():
+                    if not attr.startswith("_") and (callable(value) or isinstance(value, (property, staticmethod,
+                                                                                          classmethod))):
+                        yield f"{module_name}.{name}.{attr}", getattr(obj, attr)
 
 
 CASES = dict(documented())
