@@ -94,10 +94,11 @@ class OverwrittenOutput:
 
 def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tuple[Any, int], ...]:
     """``(tensor, version)`` for each input whose very array forward saved: torch's saved-variable check (and,
-    for a backward recorded as ops, the inputs it computes on, history and all)."""
+    for a backward recorded as ops, the inputs it computes on, history and all). A tensor of the core's own
+    class has no version counter (nothing changes it in place) and is not among them."""
     versions = []
     for x in inputs:
-        if isinstance(x, registry.TensorBase):
+        if isinstance(x, registry.Tensor):
             for s in saved:
                 if s is x.array:
                     versions.append((x, x._version))

@@ -1,0 +1,242 @@
+"""The core alone, as a student uses it: its Tensor, its ops, its ``backward`` and its registry.
+
+tinyattn's torch-like Tensor runs torch's backward (``autograd/engine.py``) over the core's pass; these tests
+call the core's own ``backward`` (``core/engine.py``) and its pieces, each against derivatives written out by
+hand, with random upstream gradients.
+"""
+
+import numpy as np
+import pytest
+
+from tinyattn.autograd import core
+from tinyattn.autograd.core import checks, engine, registry
+from tinyattn.autograd.core.function import Function, LeafNode, Node
+from tinyattn.autograd.core.ops.elementwise import Exp, Mul
+from tinyattn.autograd.core.ops.matmul import MatMul
+from tinyattn.autograd.core.ops.reduction import Sum
+
+RNG = np.random.default_rng(20261207)
+
+
+def leaf(*shape):
+    return core.Tensor(RNG.standard_normal(shape), requires_grad=True)
+
+
+def test_the_core_backward_of_a_matmul_and_an_exp_is_the_chain_rule_with_a_random_upstream_gradient():
+    a, b = leaf(3, 4), leaf(4, 2)
+    c = MatMul.apply(a, b)
+    y = Exp.apply(c)
+    g = RNG.standard_normal((3, 2))
+    engine.backward(y, g)
+    dc = g * np.exp(a.array @ b.array)  # d exp(c) / dc = exp(c)
+    np.testing.assert_allclose(a.grad.array, dc @ b.array.T)
+    np.testing.assert_allclose(b.grad.array, a.array.T @ dc)
+    assert type(a.grad) is registry.Tensor  # a gradient is a tensor of the class the core makes
+
+
+def test_a_leaf_used_twice_gets_the_sum_of_both_paths_and_a_second_backward_adds_to_it():
+    x = leaf(5)
+    g = RNG.standard_normal(5)
+    y = Mul.apply(x, x)  # y = x², dy/dx = 2x: one path through each input
+    engine.backward(y, g)
+    np.testing.assert_allclose(x.grad.array, 2 * x.array * g)
+    engine.backward(Mul.apply(x, x), g)  # .grad accumulates across passes
+    np.testing.assert_allclose(x.grad.array, 4 * x.array * g)
+
+
+def test_a_one_element_output_starts_from_one_and_the_tensor_method_is_the_engine():
+    x = leaf(2, 3)
+    total = Sum.apply(Mul.apply(x, 3.0), dim=None, keepdim=False)
+    total.backward()  # core.Tensor.backward: no gradient needed for one element
+    np.testing.assert_allclose(x.grad.array, np.full((2, 3), 3.0))
+    assert x.grad.dtype == x.dtype
+
+
+def test_a_gradient_given_as_a_tensor_is_read_as_its_array_in_the_outputs_dtype():
+    x = core.Tensor(RNG.standard_normal(4).astype(np.float32), requires_grad=True)
+    g = core.Tensor(RNG.standard_normal(4))  # float64, for a float32 output
+    engine.backward(Mul.apply(x, 2.0), g)
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad.array, 2.0 * g.array.astype(np.float32), rtol=1e-6)
+
+
+def test_the_core_refuses_a_start_it_cannot_use():
+    x = leaf(3)
+    with pytest.raises(RuntimeError, match=r"one-element outputs; this output has shape \(3,\)"):
+        engine.backward(Mul.apply(x, 2.0))
+    with pytest.raises(ValueError, match=r"gradient has shape \(2,\), expected the output's shape \(3,\)"):
+        engine.backward(Mul.apply(x, 2.0), np.ones(2))
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        engine.backward(core.Tensor(np.ones(3)))
+
+
+def test_only_the_nodes_behind_the_output_run_and_each_after_every_node_that_uses_its_output():
+    x = leaf(3)
+    y = Exp.apply(x)
+    z = Mul.apply(y, y)  # y's node feeds z twice
+    unrelated = Exp.apply(leaf(3))
+    order = engine.topological_order([z.grad_fn])
+    assert order[0] is z.grad_fn and order[-1] is x.gradient_edge()
+    assert order.index(y.grad_fn) > order.index(z.grad_fn) and len(order) == 3
+    assert unrelated.grad_fn not in order
+
+
+def test_backpropagate_yields_each_node_once_with_its_complete_gradient_before_its_step():
+    x = leaf(4)
+    y = Exp.apply(x)
+    z = Mul.apply(y, y)
+    g = RNG.standard_normal(4)
+    steps = []
+
+    def step(node, grad_output):
+        steps.append(node)
+        return engine.call_backward(node, grad_output)
+
+    seen = dict(engine.backpropagate({z.grad_fn: g}, engine.topological_order([z.grad_fn]), step))
+    np.testing.assert_allclose(seen[y.grad_fn], 2 * np.exp(x.array) * g)  # both uses of y, summed
+    np.testing.assert_allclose(seen[x.gradient_edge()], 2 * np.exp(2 * x.array) * g)
+    assert steps == [z.grad_fn, y.grad_fn]  # a leaf's node takes no step: its gradient flows no further
+
+
+def test_a_node_keeps_none_for_an_input_that_takes_no_gradient():
+    x, constant = leaf(2), core.Tensor(np.ones(2))
+    node = Mul.apply(x, constant).grad_fn
+    assert node.edges == (x.gradient_edge(), None)
+    assert node.input_meta == (((2,), np.dtype(np.float64)), None)
+    assert isinstance(x.gradient_edge(), LeafNode) and x.gradient_edge() is x.gradient_edge()
+    assert x.gradient_edge().retained() is x and constant.gradient_edge() is None
+
+
+def test_no_node_is_recorded_when_no_input_wants_a_gradient():
+    y = Mul.apply(core.Tensor(np.ones(2)), 2.0)
+    assert y.grad_fn is None and not y.requires_grad and y.is_leaf
+
+
+def test_a_backward_returning_a_gradient_of_the_wrong_shape_is_refused_with_the_op_and_the_shapes():
+    class Broken(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output[:1]
+
+    x = leaf(3)
+    with pytest.raises(RuntimeError, match=r"Broken.backward returned a gradient of shape \(1,\) and dtype "
+                                           r"float64 for input 0, which has shape \(3,\)"):
+        engine.backward(Broken.apply(x), np.ones(3))
+
+
+def test_a_bare_gradient_is_taken_for_a_one_input_op_and_a_wrong_count_is_refused():
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2  # bare, not a 1-tuple
+
+    class TwoForOne(Twice):
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output
+
+    x = leaf(3)
+    engine.backward(Twice.apply(x), np.ones(3))
+    np.testing.assert_allclose(x.grad.array, np.full(3, 2.0))
+    with pytest.raises(RuntimeError, match="TwoForOne.backward returned 2 gradients for 1 inputs"):
+        engine.backward(TwoForOne.apply(x), np.ones(3))
+
+
+def test_the_core_tensor_guards_requires_grad_and_grad():
+    with pytest.raises(RuntimeError, match="only floating point tensors can require gradients"):
+        core.Tensor(np.arange(3), requires_grad=True)
+    x = leaf(2)
+    with pytest.raises(RuntimeError, match="only be turned off on a leaf"):
+        Mul.apply(x, 2.0).requires_grad = False
+    x.requires_grad = False
+    assert not x.requires_grad
+    with pytest.raises(RuntimeError, match=r"assigned grad has shape \(3,\)"):
+        x.grad = core.Tensor(np.ones(3))
+    with pytest.raises(TypeError, match="got grad of type ndarray"):
+        x.grad = np.ones(2)
+    x.grad = core.Tensor(np.ones(2))
+    np.testing.assert_allclose(x.grad.array, np.ones(2))
+
+
+def test_the_operators_apply_the_ops():
+    a, b = leaf(3), leaf(3)
+    cases = [(a + b, a.array + b.array), (a - b, a.array - b.array), (a * b, a.array * b.array),
+             (a / b, a.array / b.array), (2.0 - a, 2.0 - a.array), (2.0 / a, 2.0 / a.array), (-a, -a.array),
+             (2.0 + a, 2.0 + a.array), (2.0 * a, 2.0 * a.array), (2.0 ** a, 2.0 ** a.array),
+             (a ** 2.0, a.array ** 2.0)]
+    for result, expected in cases:
+        np.testing.assert_allclose(result.array, expected)
+        assert result.grad_fn is not None
+    m = leaf(3, 2)
+    np.testing.assert_allclose((a @ m).array, a.array @ m.array)
+    assert (a.shape, a.dtype, a.ndim) == ((3,), np.dtype(np.float64), 1)
+
+
+def test_register_replaces_a_class_only_by_one_built_on_it(monkeypatch):
+    class Richer(registry.Tensor):
+        pass
+
+    class Other:
+        pass
+
+    class NodeOfMine(registry.Node):
+        pass
+
+    for name in ("TensorBase", "Tensor", "Node", "LeafNode"):
+        monkeypatch.setattr(registry, name, getattr(registry, name))  # (each put back after the test)
+    registry.register(tensor=Richer, node=NodeOfMine)
+    y = Mul.apply(leaf(2), 2.0)
+    assert type(y) is Richer and type(y.grad_fn) is NodeOfMine
+    assert registry.TensorBase is core.Tensor  # the first tensor registered stays the one apply unwraps
+    with pytest.raises(TypeError, match="register: Other is not built on Richer"):
+        registry.register(tensor=Other)
+    with pytest.raises(TypeError, match="register: Other is not built on NodeOfMine"):
+        registry.register(node=Other)
+    with pytest.raises(TypeError, match="register: Other is not built on"):
+        registry.register(leaf=Other)
+
+
+def test_register_takes_the_first_tensor_class_as_the_one_to_unwrap(monkeypatch):
+    monkeypatch.setattr(registry, "TensorBase", None)
+    monkeypatch.setattr(registry, "Tensor", None)
+
+    class First:
+        pass
+
+    registry.register(tensor=First)
+    assert registry.TensorBase is First and registry.Tensor is First
+
+
+def test_a_node_of_the_core_has_the_ops_name_and_its_backward_checks_what_it_returns():
+    x = leaf(2)
+    node = Exp.apply(x).grad_fn
+    assert isinstance(node, Node) and node.name == "Exp"
+    g = RNG.standard_normal(2)
+    (dx,) = Node.backward(node, g)  # the core's own step, not torch's
+    np.testing.assert_allclose(dx, g * np.exp(x.array))
+
+
+def test_checks_name_the_op_and_the_dims():
+    assert checks.normalize_dims("sum", None, 3) == (0, 1, 2)
+    assert checks.normalize_dims("sum", (-1, 0), 3) == (0, 2)
+    assert checks.normalize_dims("sum", 0, 0) == ()
+    assert checks.normalize_dim("t", -1, 0) == 0
+    with pytest.raises(ValueError, match=r"sum: dim \(1, -2\) repeats an axis"):
+        checks.normalize_dims("sum", (1, -2), 3)
+    with pytest.raises(IndexError, match=r"softmax: dim 3 is out of range for a tensor with 3 dimensions \(expected "
+                                         r"-3..2\)"):
+        checks.normalize_dim("softmax", 3, 3)
+    with pytest.raises(TypeError, match="dim must be an int, got bool"):
+        checks.normalize_dim("softmax", True, 3)
+    with pytest.raises(ValueError, match=r"add: shapes \(2, 3\) and \(4,\) cannot be broadcast together"):
+        checks.broadcast_shapes("add", (2, 3), (4,))
+    assert checks.broadcasts_to((1, 3), (2, 3)) and not checks.broadcasts_to((2, 3), (1, 3))
+    assert not checks.broadcasts_to((4,), (2, 3))
