@@ -18,6 +18,15 @@ from tinyattn.autograd.core.ops.reduction import Sum
 RNG = np.random.default_rng(20261207)
 
 
+@pytest.fixture(autouse=True)
+def core_alone(monkeypatch):
+    """The core's own classes registered, as when nothing is built on it: apply makes core tensors and core
+    nodes (tinyattn's torch-like classes are put back after each test)."""
+    monkeypatch.setattr(registry, "Tensor", core.Tensor)
+    monkeypatch.setattr(registry, "Node", Node)
+    monkeypatch.setattr(registry, "LeafNode", LeafNode)
+
+
 def leaf(*shape):
     return core.Tensor(RNG.standard_normal(shape), requires_grad=True)
 
@@ -31,7 +40,7 @@ def test_the_core_backward_of_a_matmul_and_an_exp_is_the_chain_rule_with_a_rando
     dc = g * np.exp(a.array @ b.array)  # d exp(c) / dc = exp(c)
     np.testing.assert_allclose(a.grad.array, dc @ b.array.T)
     np.testing.assert_allclose(b.grad.array, a.array.T @ dc)
-    assert type(a.grad) is registry.Tensor  # a gradient is a tensor of the class the core makes
+    assert type(a.grad) is core.Tensor and type(y) is core.Tensor and type(y.grad_fn) is Node
 
 
 def test_a_leaf_used_twice_gets_the_sum_of_both_paths_and_a_second_backward_adds_to_it():
@@ -103,8 +112,10 @@ def test_a_node_keeps_none_for_an_input_that_takes_no_gradient():
     node = Mul.apply(x, constant).grad_fn
     assert node.edges == (x.gradient_edge(), None)
     assert node.input_meta == (((2,), np.dtype(np.float64)), None)
-    assert isinstance(x.gradient_edge(), LeafNode) and x.gradient_edge() is x.gradient_edge()
-    assert x.gradient_edge().retained() is x and constant.gradient_edge() is None
+    sink = x.gradient_edge()
+    assert type(sink) is LeafNode and sink is x.gradient_edge()  # (one node per leaf, for all its graphs)
+    assert sink.retained() is x and constant.gradient_edge() is None
+    assert sink.edges == () and sink.input_meta == () and sink.ctx is None  # no inputs, nothing saved
 
 
 def test_no_node_is_recorded_when_no_input_wants_a_gradient():
@@ -240,3 +251,44 @@ def test_checks_name_the_op_and_the_dims():
         checks.broadcast_shapes("add", (2, 3), (4,))
     assert checks.broadcasts_to((1, 3), (2, 3)) and not checks.broadcasts_to((2, 3), (1, 3))
     assert not checks.broadcasts_to((4,), (2, 3))
+
+
+def test_grad_mode_switches_recording_off_and_back_on():
+    from tinyattn.autograd.core import grad_mode
+
+    x = leaf(2)
+    with grad_mode.no_grad():
+        assert Mul.apply(x, 2.0).grad_fn is None
+        with grad_mode.enable_grad():
+            assert Mul.apply(x, 2.0).grad_fn is not None
+    with grad_mode.inference_mode():
+        assert not grad_mode.is_grad_enabled()
+    with grad_mode.inference_mode(False):  # (inference mode off: recording as before, as torch)
+        assert grad_mode.is_grad_enabled()
+    assert grad_mode.is_grad_enabled()
+
+
+def test_the_recorder_hears_each_forward_and_each_backward_step_of_the_core():
+    from tinyattn.autograd.core import grad_mode
+
+    heard = []
+
+    class Recorder:
+        def forward(self, node, inputs, output):
+            heard.append(("forward", node.name, inputs, output))
+
+        def backward(self, node, grad_output, grad_inputs):
+            heard.append(("backward", node.name, grad_output, grad_inputs))
+
+    x = leaf(3)
+    g = RNG.standard_normal(3)
+    previous = grad_mode.set_recorder(Recorder())
+    try:
+        y = Exp.apply(x)
+        engine.backward(y, g)
+    finally:
+        grad_mode.set_recorder(previous)
+    (kind, name, inputs, output), (kind2, name2, grad_output, grad_inputs) = heard
+    assert (kind, name, kind2, name2) == ("forward", "Exp", "backward", "Exp")
+    assert inputs == (x,) and output is y and grad_output is g
+    np.testing.assert_allclose(grad_inputs[0], g * np.exp(x.array))
