@@ -292,3 +292,15 @@ def test_the_recorder_hears_each_forward_and_each_backward_step_of_the_core():
     assert (kind, name, kind2, name2) == ("forward", "Exp", "backward", "Exp")
     assert inputs == (x,) and output is y and grad_output is g
     np.testing.assert_allclose(grad_inputs[0], g * np.exp(x.array))
+
+
+def test_a_cast_to_the_dtype_an_array_has_is_the_array_itself_and_otherwise_a_converted_copy():
+    from tinyattn.autograd.core.dtypes import promote
+    from tinyattn.autograd.core.ops.shared import cast
+
+    a = RNG.standard_normal(3).astype(np.float32)
+    assert promote(np.dtype(np.float32), a) is a and cast(a, np.float32) is a  # (no copy: the same memory)
+    for converted in (promote(np.dtype(np.float64), a), cast(a, np.float64)):
+        assert converted.dtype == np.float64 and not np.shares_memory(converted, a)
+        np.testing.assert_array_equal(converted, a.astype(np.float64))
+    assert type(promote(np.dtype(np.float32), 2)) is np.float32  # a Python number becomes a NumPy scalar
