@@ -91,8 +91,8 @@ class Recorder(Protocol):
         """``node``'s backward just turned ``grad_output`` into ``grad_inputs``."""
 
     def begin_backward_of(self, node: Any) -> None:
-        """``node``'s backward starts running as recorded ops (``create_graph=True``): what is recorded until
-        ``end_backward_of(node)`` is part of its formula."""
+        """``node``'s backward starts running as recorded ops (a gradient to be differentiated in turn): what is
+        recorded until ``end_backward_of(node)`` is part of its formula."""
 
     def end_backward_of(self, node: Any) -> None:
         """``node``'s backward, recorded as ops, is done."""

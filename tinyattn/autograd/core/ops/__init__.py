@@ -13,7 +13,8 @@
 (``PackedFlashAttention``: the same on Q, K and V stacked in one array). ``Windows`` lays out the
 patches a kernel sees, beneath convolution and pooling.
 A Function whose name a Module also has (``nn.Linear``, ``nn.ReLU``, ``nn.GELU``) ends in
-``Fn``. No op imports ``Tensor``: ``tensor.py`` calls them and wraps their arrays. A backward is written
-in operations that arrays and Tensors share, so that it also runs on Tensors when a gradient is itself
-differentiated (``create_graph=True``: ``higher_order.py``).
+``Fn``. No op imports ``Tensor``: ``Function.apply`` gives them arrays and wraps what they return. A
+backward is written in operations that arrays and tensors share, so that it also runs on tensors, recorded
+like any forward, when a gradient is itself differentiated (a second derivative). ``shared.py`` holds
+what they share: ``unbroadcast`` and the two helpers for a backward on arrays or tensors.
 """

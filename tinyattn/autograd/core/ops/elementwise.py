@@ -4,8 +4,8 @@ For ``out = f(a, b)`` with upstream gradient ``dout = dL/dout`` (``grad_output``
 ``dL/da = unbroadcast(dout * df/da)`` and ``dL/db = unbroadcast(dout * df/db)``.
 
 Operands of two dtypes compute in the promoted one (``_operands``), but what forward saves for backward
-is each operand as it was given, as torch saves its inputs: NumPy promotes again in backward, and with
-``create_graph`` the saved operand is the input itself, so the second derivative reaches it.
+is each operand as it was given, as torch saves its inputs: NumPy promotes again in backward, and when a
+gradient is differentiated in turn the saved operand is the input itself, so the second derivative reaches it.
 """
 
 from __future__ import annotations
