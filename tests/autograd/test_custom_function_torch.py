@@ -312,3 +312,48 @@ def test_the_function_class_built_on_decides_its_kind(base, kind, module):
     op.apply(x).sum().backward()
     assert seen == [kind]
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def _returning(lib, make_gradient, name="Returning"):
+    """A Function ``name`` on ``lib`` whose forward doubles ``x`` and whose backward returns
+    ``make_gradient(lib, g)``."""
+
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, grad_output):
+        return make_gradient(lib, grad_output)
+
+    return type(name, (lib.autograd.Function,), {"forward": staticmethod(forward),
+                                                 "backward": staticmethod(backward)})
+
+
+@pytest.mark.parametrize("name, make_gradient", [
+    ("broadcast", lambda lib, g: g * lib.tensor(np.arange(1.0, 7.0).reshape(2, 1, 3), dtype=g.dtype)),
+    ("float64", lambda lib, g: (g * 3).double()),
+])
+def test_a_gradient_of_a_broadcast_shape_or_another_dtype_is_fitted_to_its_input_as_torch(name, make_gradient):
+    """torch sums a gradient of a shape the input broadcasts to down to the input's shape, and casts it to the
+    input's dtype, before it flows on."""
+    data = np.random.default_rng(5).standard_normal((1, 3)).astype(np.float32)
+    results = []
+    for lib in (ta, torch):
+        x = lib.tensor(data, requires_grad=True)
+        _returning(lib, make_gradient).apply(x).sum().backward()
+        results.append((x.grad.dtype, x.grad.shape, x.grad.detach().numpy()))
+    (ours_dtype, ours_shape, ours), (their_dtype, their_shape, theirs) = results
+    assert str(ours_dtype).split(".")[-1] == str(their_dtype).split(".")[-1] == "float32"
+    assert tuple(ours_shape) == tuple(their_shape) == (1, 3)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_a_gradient_that_does_not_fit_its_input_is_refused_naming_the_users_function_as_torch():
+    messages = []
+    for lib in (ta, torch):
+        x = lib.ones(3, requires_grad=True)
+        BadBackward = _returning(lib, lambda lib, g: g[:1], name="BadBackward")
+        with pytest.raises(RuntimeError) as caught:
+            BadBackward.apply(x).sum().backward()
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] == ("Function BadBackwardBackward returned an invalid gradient at index 0 - "
+                                          "got [1] but expected shape compatible with [3]")

@@ -26,7 +26,9 @@ import numpy as np
 
 from .core import function as core
 from .core import grad_mode
+from .core.checks import broadcasts_to
 from .core.function import Context
+from .core.ops.shared import cast, unbroadcast
 from .tensor import Tensor
 
 
@@ -202,6 +204,8 @@ class CustomCall(core.Function):
     def forward(ctx: Context, *arrays: Any, fn: type[Function], user_ctx: FunctionCtx, packed: np.ndarray,
                 layout: list, count: int) -> np.ndarray:
         """The outputs, already computed by the user's forward, end to end."""
+        ctx.input_shapes = tuple(np.shape(a) for a in arrays)  # (what each input's gradient must fit)
+        ctx.input_dtypes = tuple(getattr(a, "dtype", None) for a in arrays)
         return packed
 
     @staticmethod
@@ -226,12 +230,27 @@ class CustomCall(core.Function):
             raise RuntimeError(f"function {fn.__name__}Backward returned an incorrect number of gradients "
                                f"(expected {len(needs)}, got {len(result)})")
         out: list[Any] = []
-        for g, need in zip(result, needs):
+        for index, (g, need) in enumerate(zip(result, needs)):
             if g is None or not need:
                 out.append(None)
-            elif recording:
-                out.append(g if isinstance(g, Tensor) else Tensor._make(np.asarray(g)))
+                continue
+            if recording:
+                g = g if isinstance(g, Tensor) else Tensor._make(np.asarray(g))
             else:
-                out.append(np.asarray(g.array if isinstance(g, Tensor) else g))
+                g = np.asarray(g.array if isinstance(g, Tensor) else g)
+            out.append(_fitted(fn, index, g, ctx.input_shapes[index], ctx.input_dtypes[index]))
         return tuple(out)
+
+
+def _fitted(fn: type[Function], index: int, grad: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A user's gradient for input ``index`` made to fit it, as torch does: summed down to the input's shape if it
+    was broadcast, cast to the input's dtype; refused with torch's message if the shapes do not fit."""
+    if grad.shape != shape:
+        if not broadcasts_to(shape, grad.shape):
+            raise RuntimeError(f"Function {fn.__name__}Backward returned an invalid gradient at index {index} - got "
+                               f"{list(grad.shape)} but expected shape compatible with {list(shape)}")
+        grad = unbroadcast(grad, shape)
+    if grad.dtype != dtype:
+        grad = cast(grad, dtype)
+    return grad
 
