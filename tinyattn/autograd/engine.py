@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from . import higher_order
-from .core import grad_mode, registry
-from .core.engine import Step, accumulate, backpropagate, start_gradient, topological_order
+from .core import registry
+from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
 from .core.function import Node
 from .wanted import gradients
 
@@ -32,19 +32,19 @@ if TYPE_CHECKING:
 def torch_step(retain_graph: bool | None, create_graph: bool) -> Step:
     """One node's backward as torch runs it: recorded as ops with ``create_graph``, and the node freed after it
     unless the graph is kept (``retain_graph``, which defaults to ``create_graph``)."""
-    record = None
     if create_graph:
-        record = higher_order.backward_graph
-    keep = keeps_graph(retain_graph, create_graph)
+        run: Step = higher_order.recorded_step
+    else:
+        run = call_backward
+    if keeps_graph(retain_graph, create_graph):
+        return run
 
-    def step(node: Any, grad_output: Any) -> tuple[Any, ...]:
-        grad_inputs = node.backward(grad_output, record)
-        grad_mode.note_backward(node, grad_output, grad_inputs)
-        if not keep:
-            node.release()
+    def step_and_free(node: Any, grad_output: Any) -> tuple[Any, ...]:
+        grad_inputs = run(node, grad_output)
+        node.release()
         return grad_inputs
 
-    return step
+    return step_and_free
 
 
 def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:

@@ -54,10 +54,8 @@ class GraphNode(Node):
             if tensor._version != version:
                 raise modified_error(self, tensor, version)
         if record is None:
-            grads = self.fn.backward(self.ctx, grad_output)  # type: ignore[arg-type]
-        else:
-            grads = record(self, grad_output)
-        return checks.gradients_fit(self.name, grads, self.input_meta)
+            return super().backward(grad_output)
+        return checks.gradients_fit(self.name, record(self, grad_output), self.input_meta)
 
     def release(self) -> None:
         """Free what only backward reads: what forward saved, the inputs it kept and their (shape, dtype).

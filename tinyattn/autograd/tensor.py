@@ -114,7 +114,6 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
     _grad_fn: GraphNode | None
     _changes = 0  # in-place changes of this tensor's memory (a view's are counted on its base: see _version)
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
-    _requires_grad = False
 
     def __init__(self, *args: Any, device: Any = None) -> None:
         """torch's legacy constructor: ``Tensor(2, 3)`` (zeros of that shape), ``Tensor(data)`` (in the

@@ -254,7 +254,6 @@ class TensorAPI:
         return self
 
     def _change_view_in_place(self: Tensor, op: str, fn: Any, args: tuple, kwargs: dict) -> Tensor:
-
         views.change_in_place(self, op, fn, args, kwargs)
         self._version += 1
         return self
