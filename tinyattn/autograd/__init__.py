@@ -94,6 +94,7 @@ from .legacy import (
 )
 
 from . import functional  # noqa: F401, E402  # isort: skip  (torch.autograd.functional: vjp, jvp, hessian...)
+from . import forward_ad  # noqa: F401, E402  # isort: skip  (torch.autograd.forward_ad: dual_level, make_dual...)
 from .namespace import *  # noqa: F403  (torch.exp(x) and the rest: see namespace.__all__)
 from .namespace import __all__ as _namespace_all
 from .printing import Size, set_printoptions

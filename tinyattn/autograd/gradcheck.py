@@ -11,6 +11,10 @@ grad is checked::
 A random ``R`` (rather than ``L = sum(out)``) matters: the sum of a softmax is
 always 1, so its gradient is zero and any backward would pass.
 
+``With ``check_forward_ad=True`` forward mode is checked too: the tangent of ``L`` for the tangent ``e_j``
+(one at ``x_j``, zeros elsewhere) is ``dL/dx_j`` again, a column of the Jacobian at a time (``forward_ad``),
+compared with the same numbers.
+
 ``gradgradcheck`` checks second derivatives the same way: it runs ``gradcheck`` on the
 function ``(inputs, R) -> dL/dinputs``, the gradient computed with ``create_graph=True``, so
 finite differences of the gradient are compared with a backward through the backward.
@@ -23,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import forward_ad
 from .core.grad_mode import enable_grad, no_grad
 from .engine import grad
 from .tensor import Tensor
@@ -50,9 +55,12 @@ def gradcheck(
     rtol: float = 1e-3,
     raise_exception: bool = True,
     seed: int = 0,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
 ) -> bool:
-    """Check ``func``'s backward against finite differences for every input that requires grad.
+    """Check ``func``'s derivatives against finite differences for every input that requires grad.
 
+    ``check_backward_ad`` (the default) checks backward; ``check_forward_ad`` checks forward mode.
     Returns True; on a mismatch raises ``GradcheckError`` naming the input
     position and its three worst elements with both values (or returns False when
     ``raise_exception=False``). ``func`` may return one tensor or a tuple of them.
@@ -76,7 +84,7 @@ def gradcheck(
     # analytic: one backward of L = sum_i sum(out_i * R_i) through every output at once
     analytic = [np.zeros(t.shape) for _, t in checked]
     terms = [(o * w).sum() for o, w in zip(outputs, weights) if o.requires_grad]
-    if terms:
+    if terms and check_backward_ad:
         loss = terms[0]
         for term in terms[1:]:
             loss = loss + term
@@ -98,14 +106,37 @@ def gradcheck(
                 minus = _weighted_sum(_outputs(func(*inputs)), weights)
                 flat[j] = original
                 numerical.flat[j] = (plus - minus) / (2 * eps)
-        excess = np.abs(a - numerical) - (atol + rtol * np.abs(numerical))
-        if np.any(excess > 0) or not np.all(np.isfinite(a)):
-            message = _mismatch_message(getattr(func, "__name__", repr(func)), position, t.shape, a, numerical,
-                                        excess, atol, rtol)
-            if raise_exception:
-                raise GradcheckError(message)
-            return False
+        checks = [("backward()", a)] if check_backward_ad else []
+        if check_forward_ad:
+            checks.append(("forward mode", _forward_mode_column_sums(func, inputs, position, weights)))
+        for how, analytic_values in checks:
+            excess = np.abs(analytic_values - numerical) - (atol + rtol * np.abs(numerical))
+            if np.any(excess > 0) or not np.all(np.isfinite(analytic_values)):
+                message = _mismatch_message(getattr(func, "__name__", repr(func)), position, t.shape,
+                                            analytic_values, numerical, excess, atol, rtol, how)
+                if raise_exception:
+                    raise GradcheckError(message)
+                return False
     return True
+
+
+def _forward_mode_column_sums(func: Callable[..., Any], inputs: tuple[Any, ...], position: int,
+                              weights: Sequence[np.ndarray]) -> np.ndarray:
+    """``dL/dx_j`` for every element ``j`` of input ``position``, by forward mode: the tangent of
+    ``L = sum_i sum(out_i ⊙ R_i)`` when ``x`` carries the tangent ``e_j``."""
+    x = inputs[position]
+    values = np.zeros(x.shape)
+    for j in range(x.numel()):
+        direction = np.zeros(x.shape, x.dtype)
+        direction.flat[j] = 1
+        with forward_ad.dual_level(), no_grad():
+            dual = forward_ad.make_dual(x, Tensor._make(direction))
+            outputs = _outputs(func(*inputs[:position], dual, *inputs[position + 1:]))
+            for o, w in zip(outputs, weights):
+                tangent = forward_ad.unpack_dual(o).tangent
+                if tangent is not None:
+                    values.flat[j] += float(np.sum(tangent.array * w))
+    return values
 
 
 def gradgradcheck(
@@ -148,14 +179,14 @@ def gradgradcheck(
 
 def _mismatch_message(
     name: str, position: int, shape: tuple[int, ...], analytic: np.ndarray, numerical: np.ndarray,
-    excess: np.ndarray, atol: float, rtol: float,
+    excess: np.ndarray, atol: float, rtol: float, how: str = "backward()",
 ) -> str:
     """Name the input and its three worst elements, and say what the two numbers are."""
     order = np.argsort(-np.where(np.isfinite(excess), excess, np.inf), axis=None, kind="stable")[:3]
     lines = [
         f"gradcheck: {name}: gradient mismatch for input {position} (shape {shape}).",
         "  Both numbers are dL/dx for L = sum(output ⊙ R), R a fixed random tensor: 'analytic' from",
-        "  backward(), 'numerical' from central finite differences (L(x + eps) - L(x - eps)) / (2 eps).",
+        f"  {how}, 'numerical' from central finite differences (L(x + eps) - L(x - eps)) / (2 eps).",
         f"  Worst elements (allowed: |analytic - numerical| <= {atol} + {rtol} * |numerical|):",
     ]
     for flat in order:

@@ -106,6 +106,7 @@ def _on_tensors(node: GraphNode) -> Any:
     if i is not None:  # a Function of yours on arrays notes it on its context)
         output = registry.Tensor._make(np.asarray(saved[i]), True)
         output._grad_fn = node
+        output._fw_tangent = getattr(node, "_fw_tangent", None)  # (forward over reverse: the output's tangent)
         saved[i] = output
     ctx.saved_tensors = tuple(saved)
     return ctx

@@ -114,6 +114,7 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
     _grad_fn: GraphNode | None
     _changes = 0  # in-place changes of this tensor's memory (a view's are counted on its base: see _version)
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
+    _fw_tangent: Tensor | None = None  # forward mode's tangent, inside a dual level (forward_ad.py)
 
     def __init__(self, *args: Any, device: Any = None) -> None:
         """torch's legacy constructor: ``Tensor(2, 3)`` (zeros of that shape), ``Tensor(data)`` (in the
@@ -227,7 +228,7 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
         """
         op = _UFUNC_OPS.get(ufunc)
         if method == "__call__" and not kwargs and op is not None:
-            return op(*inputs)
+            return op.apply(*inputs)
         if method == "__call__" and not kwargs and ufunc in _COMPARISONS:
             return Tensor._make(ufunc(*(_unwrap(x) for x in inputs)))
         if is_grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
@@ -542,9 +543,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 # NumPy ufuncs that are tinyattn ops: np.exp(t) is t.exp(), and ndarray + Tensor is Add
 _UFUNC_OPS = {
-    np.add: Add.apply, np.subtract: Sub.apply, np.multiply: Mul.apply, np.true_divide: Div.apply,
-    np.power: Pow.apply, np.negative: Neg.apply, np.exp: Exp.apply, np.log: Log.apply, np.sqrt: Sqrt.apply,
-    np.tanh: Tanh.apply, np.absolute: Abs.apply, np.matmul: MatMul.apply, np.sin: Sin.apply, np.cos: Cos.apply,
+    np.add: Add, np.subtract: Sub, np.multiply: Mul, np.true_divide: Div,
+    np.power: Pow, np.negative: Neg, np.exp: Exp, np.log: Log, np.sqrt: Sqrt,
+    np.tanh: Tanh, np.absolute: Abs, np.matmul: MatMul, np.sin: Sin, np.cos: Cos,
 }
 # ...and those whose result is piecewise constant (a zero derivative): computed on the arrays, outside the graph
 _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.sign}

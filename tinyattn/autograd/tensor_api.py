@@ -171,6 +171,15 @@ class TensorAPI:
             raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
+    def select(self: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+        """``self[..., index, ...]`` at ``dim``, that dim removed (a view)."""
+        d = normalize_dim("select", dim, self.ndim)
+        size = self.shape[d]
+        if not -size <= index < size:
+            raise IndexError(f"select(): index {index} out of range for tensor of size {tuple(self.shape)} at "
+                             f"dimension {dim}")
+        return self[(slice(None),) * d + (index,)]
+
     def masked_select(self: Tensor, mask: Any) -> Tensor:
         """The entries where ``mask`` (broadcast against ``self``) is True, in a 1-d tensor."""
         m = np.asarray(_array(mask))
@@ -228,6 +237,10 @@ class TensorAPI:
         if in_graph and self._requires_grad and self._grad_fn is None:
             raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation "
                                "(wrap it in `with ta.no_grad():`, as optimizers do)")
+        if self._base is not None and any(getattr(t, "_fw_tangent", None) is not None  # (forward mode's tangents)
+                                          for t in (self, self._base, *args)):
+            raise RuntimeError(f"{op}: an in-place change to a view, with forward-mode tangents, is not supported "
+                               "here; change a clone() of the view instead")
         if in_graph and self._base is not None:  # a view: its base's history is rewritten (views.py)
             return self._change_view_in_place(op, fn, args, kwargs)
         result = fn.apply(self, *args, **kwargs)
@@ -251,6 +264,7 @@ class TensorAPI:
             self.array, self._grad_fn, self._requires_grad = result.array, result._grad_fn, True
         else:
             self.array[...] = result.array
+        self._fw_tangent = result._fw_tangent  # (forward mode, inside a dual level: the new value's tangent)
         return self
 
     def _change_view_in_place(self: Tensor, op: str, fn: Any, args: tuple, kwargs: dict) -> Tensor:

@@ -5,6 +5,8 @@ Every op is a ``Function`` with two static methods side by side, both on plain `
     forward(ctx, *inputs)      -> np.ndarray
     backward(ctx, grad_output) -> one gradient per input (np.ndarray or None)
 
+and a third, ``jvp``, for forward mode: the output's tangent from one tangent per input (``forward_ad``).
+
 ``Function.apply(*tensors)`` is the bridge between tensors and arrays. It takes the arrays out of the
 tensors, runs ``forward`` on them, and puts the result in a new tensor. If grad mode is on and an input
 requires grad, it also records a ``Node``: the op, its context (what forward saved), and one *edge* per
@@ -80,7 +82,7 @@ class Function:
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
     # True for an op of one input whose output is linear in it (shape ops, sums, casts): its backward is the
-    # transposed linear map
+    # transposed linear map, and its jvp is the op itself, applied to the tangent
     linear = False
     # For a fused op: the same function written in plain ops, ``composed(*inputs, **options) -> Tensor``
     composed: Any = None
@@ -97,6 +99,17 @@ class Function:
     def backward(ctx: Context, grad_output: np.ndarray) -> Any:
         """Return one gradient (np.ndarray or None) per positional forward input."""
         raise NotImplementedError
+
+    @classmethod
+    def jvp(cls, tangents: Any, *args: Any, **options: Any) -> Any:
+        """Forward mode: the output's tangent ``tout = J t``.
+
+        Called as ``jvp(tangents, inputs, out, **options)``: one tangent per input (zeros where an input has none;
+        None for an input that is None), and the inputs and output of forward. A linear op's tangent is the op
+        itself applied to its input's tangent: this default. Every other op states its own."""
+        if not cls.linear:
+            raise NotImplementedError(f"{cls.__name__} has no jvp: forward-mode AD does not support it")
+        return cls.forward(Context(), tangents[0], **options)
 
     @classmethod
     def apply(cls, *inputs: Any, **options: Any) -> Any:

@@ -55,7 +55,7 @@ def _floating(x: np.ndarray) -> np.ndarray:
 
 
 class Add(Function):
-    """``out = a + b``;  ``da = dout``, ``db = dout`` (each unbroadcast)."""
+    """``out = a + b``;  ``da = dout``, ``db = dout`` (each unbroadcast);  jvp ``tout = ta + tb``."""
 
     formula = "{out} = {0} + {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = d{out}")
@@ -69,9 +69,14 @@ class Add(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(grad_output, *ctx.b_meta)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        ta, tb = tangents
+        return ta + tb
+
 
 class Sub(Function):
-    """``out = a - b``;  ``da = dout``, ``db = -dout``."""
+    """``out = a - b``;  ``da = dout``, ``db = -dout``;  jvp ``tout = ta - tb``."""
 
     formula = "{out} = {0} − {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = −d{out}")
@@ -85,9 +90,14 @@ class Sub(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(-grad_output, *ctx.b_meta)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        ta, tb = tangents
+        return ta - tb
+
 
 class Mul(Function):
-    """``out = a * b``;  ``da = dout * b``, ``db = dout * a``."""
+    """``out = a * b``;  ``da = dout * b``, ``db = dout * a``;  jvp ``tout = ta * b + a * tb``."""
 
     formula = "{out} = {0} ⊙ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1}", "d{1} = d{out} ⊙ {0}")
@@ -106,9 +116,14 @@ class Mul(Function):
         db = unbroadcast(grad_output * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        (ta, tb), (a, b) = tangents, inputs
+        return ta * b + a * tb
+
 
 class Div(Function):
-    """``out = a / b``;  ``da = dout / b``, ``db = -dout * a / b**2``."""
+    """``out = a / b``;  ``da = dout / b``, ``db = -dout * a / b**2``;  jvp ``tout = (ta - out * tb) / b``."""
 
     formula = "{out} = {0} / {1}"
     grad_formulas = ("d{0} = d{out} / {1}", "d{1} = −d{out} ⊙ {0} / {1}²")
@@ -126,9 +141,15 @@ class Div(Function):
         db = unbroadcast(-grad_output * a / (b * b), *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        (ta, tb), (_, b) = tangents, inputs
+        return (ta - out * tb) / b
+
 
 class Pow(Function):
-    """``out = a ** b``;  ``da = dout * b * a**(b-1)``, ``db = dout * out * log(a)``.
+    """``out = a ** b``;  ``da = dout * b * a**(b-1)``, ``db = dout * out * log(a)``;
+    jvp ``tout = ta * b * a**(b-1) + tb * out * log(a)``.
 
     As in torch, ``da`` is 0 where ``b = 0`` (``x ** 0`` is constant, even at ``x = 0``) and ``db``
     is 0 where ``a = 0`` and ``b >= 0`` (the limit of ``out * log(a)``), never ``0 * inf = NaN``.
@@ -155,9 +176,18 @@ class Pow(Function):
                 db = unbroadcast(grad_output * where((a == 0) & (b >= 0), 0.0, out * np.log(a)), *ctx.b_meta)
         return da, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        (ta, tb), (a, b) = tangents, inputs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            da = np.where(b == 0, 0.0, b * np.power(a, b - 1))  # (the same zeros as backward's)
+            # (and 0 where the exponent has no tangent: a constant exponent of a negative base has a NaN log(a))
+            db = np.where((a == 0) & (b >= 0) | (tb == 0), 0.0, out * np.log(a))
+        return ta * da + tb * db
+
 
 class Neg(Function):
-    """``out = -x``;  ``dx = -dout``."""
+    """``out = -x``;  ``dx = -dout``;  jvp ``tout = -tx``, the op itself (linear)."""
 
     formula = "{out} = −{0}"
     grad_formulas = ("d{0} = −d{out}",)
@@ -173,7 +203,7 @@ class Neg(Function):
 
 
 class Exp(Function):
-    """``out = exp(x)``;  ``dx = dout * out``."""
+    """``out = exp(x)``;  ``dx = dout * out``;  jvp ``tout = tx * out``."""
 
     formula = "{out} = exp({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out}",)
@@ -191,9 +221,14 @@ class Exp(Function):
         (out,) = ctx.saved_tensors
         return (grad_output * out,)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,) = tangents
+        return tx * out
+
 
 class Log(Function):
-    """``out = log(x)``;  ``dx = dout / x``."""
+    """``out = log(x)``;  ``dx = dout / x``;  jvp ``tout = tx / x``."""
 
     formula = "{out} = log({0})"
     grad_formulas = ("d{0} = d{out} / {0}",)
@@ -209,9 +244,14 @@ class Log(Function):
         (x,) = ctx.saved_tensors
         return (grad_output / x,)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx / x
+
 
 class Sqrt(Function):
-    """``out = sqrt(x)``;  ``dx = dout / (2 * out)``."""
+    """``out = sqrt(x)``;  ``dx = dout / (2 * out)``;  jvp ``tout = tx / (2 * out)``."""
 
     formula = "{out} = sqrt({0})"
     grad_formulas = ("d{0} = d{out} / (2 {out})",)
@@ -229,9 +269,14 @@ class Sqrt(Function):
         (out,) = ctx.saved_tensors
         return (grad_output / (2 * out),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,) = tangents
+        return tx / (2 * out)
+
 
 class Tanh(Function):
-    """``out = tanh(x)``;  ``dx = dout * (1 - out**2)``."""
+    """``out = tanh(x)``;  ``dx = dout * (1 - out**2)``;  jvp ``tout = tx * (1 - out * out)``."""
 
     formula = "{out} = tanh({0})"
     grad_formulas = ("d{0} = d{out} ⊙ (1 − {out}²)",)
@@ -249,9 +294,14 @@ class Tanh(Function):
         (out,) = ctx.saved_tensors
         return (grad_output * (1 - out * out),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,) = tangents
+        return tx * (1 - out * out)
+
 
 class ReLUFn(Function):
-    """``out = max(x, 0)``;  ``dx = dout * (x > 0)``."""
+    """``out = max(x, 0)``;  ``dx = dout * (x > 0)``;  jvp ``tout = tx * (x > 0)``."""
 
     formula = "{out} = max({0}, 0)"
     grad_formulas = ("d{0} = d{out} ⊙ [{0} > 0]",)
@@ -266,9 +316,14 @@ class ReLUFn(Function):
         (positive,) = ctx.saved_tensors
         return (grad_output * positive,)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx * (x > 0)
+
 
 class Sigmoid(Function):
-    """``out = 1 / (1 + exp(-x))``;  ``dx = dout * out * (1 - out)``."""
+    """``out = 1 / (1 + exp(-x))``;  ``dx = dout * out * (1 - out)``;  jvp ``tout = tx * out * (1 - out)``."""
 
     formula = "{out} = σ({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out} ⊙ (1 − {out})",)
@@ -288,9 +343,14 @@ class Sigmoid(Function):
         (out,) = ctx.saved_tensors
         return (grad_output * out * (1 - out),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,) = tangents
+        return tx * out * (1 - out)
+
 
 class Abs(Function):
-    """``out = |x|``;  ``dx = dout * sign(x)`` (0 at x = 0, as torch)."""
+    """``out = |x|``;  ``dx = dout * sign(x)`` (0 at x = 0, as torch);  jvp ``tout = tx * sign(x)``."""
 
     formula = "{out} = |{0}|"
     grad_formulas = ("d{0} = d{out} ⊙ sign({0})",)
@@ -305,9 +365,14 @@ class Abs(Function):
         (x,) = ctx.saved_tensors
         return (grad_output * np.sign(x),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx * np.sign(x)
+
 
 class Cast(Function):
-    """``out = x.astype(dtype)``;  ``dx = dout.astype(x.dtype)``."""
+    """``out = x.astype(dtype)``;  ``dx = dout.astype(x.dtype)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0} (new dtype)"
     grad_formulas = ("d{0} = d{out} (cast back)",)
@@ -331,7 +396,7 @@ def _bool_mask(op: str, mask: Any) -> np.ndarray:
 
 
 class MaskedFill(Function):
-    """``out = where(mask, value, x)``;  ``dx = where(mask, 0, dout)``."""
+    """``out = where(mask, value, x)``;  ``dx = where(mask, 0, dout)``;  jvp ``tout = where(mask, 0, tx)``."""
 
     formula = "{out} = masked_fill({0}, mask, value)"
     grad_formulas = ("d{0} = d{out} with the masked entries set to 0", "")
@@ -352,9 +417,15 @@ class MaskedFill(Function):
         (mask,) = ctx.saved_tensors
         return where(mask, 0.0, grad_output), None  # (a Python 0.0 keeps grad_output's dtype)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray, *, value: float) -> Any:
+        (tx, _), (_, mask) = tangents, inputs
+        return np.where(mask, 0.0, tx)
+
 
 class Where(Function):
-    """``out = where(cond, a, b)``;  ``da = where(cond, dout, 0)``, ``db = where(cond, 0, dout)``."""
+    """``out = where(cond, a, b)``;  ``da = where(cond, dout, 0)``, ``db = where(cond, 0, dout)``;
+    jvp ``tout = where(cond, ta, tb)``."""
 
     formula = "{out} = where(cond, {1}, {2})"
     grad_formulas = ("", "d{1} = d{out} where cond, else 0", "d{2} = d{out} where not cond, else 0")
@@ -374,12 +445,18 @@ class Where(Function):
         db = unbroadcast(where(cond, 0.0, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any, Any], inputs: tuple[Any, Any, Any], out: np.ndarray) -> Any:
+        (_, ta, tb), (cond, _, _) = tangents, inputs
+        return np.where(cond, ta, tb)
+
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact to double precision
 
 
 class Erf(Function):
-    """``out = erf(x) = 2/√π ∫₀ˣ exp(-t²) dt``;  ``dx = dout * 2/√π * exp(-x²)``."""
+    """``out = erf(x) = 2/√π ∫₀ˣ exp(-t²) dt``;  ``dx = dout * 2/√π * exp(-x²)``;
+    jvp ``tout = tx * 2/√π * exp(-x²)``."""
 
     formula = "{out} = erf({0})"
     grad_formulas = ("d{0} = d{out} ⊙ 2/√π exp(−{0}²)",)
@@ -395,9 +472,15 @@ class Erf(Function):
         (x,) = ctx.saved_tensors
         return (grad_output * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx * (2 / math.sqrt(math.pi)) * np.exp(-(x * x))
+
 
 class GELUFn(Function):
-    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = dout * (Phi(x) + x * phi(x))``.
+    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = dout * (Phi(x) + x * phi(x))``;
+    jvp ``tout = tx * (Phi(x) + x * phi(x))``.
 
     With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
     """
@@ -420,6 +503,12 @@ class GELUFn(Function):
             cdf, dcdf = _gelu_parts(x, ctx.kwargs.get("approximate", "none"))
         return (grad_output * (cdf + x * dcdf),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, approximate: str = "none") -> Any:
+        (tx,), (x,) = tangents, inputs
+        cdf, dcdf = _gelu_parts(x, approximate)
+        return tx * (cdf + x * dcdf)
+
 
 def _gelu_parts(x: Any, approximate: str) -> tuple[Any, Any]:
     """GELU's ``Φ(x)`` and its slope ``Φ'(x)`` (exact: the normal density φ), on an array or a Tensor."""
@@ -433,7 +522,7 @@ def _gelu_parts(x: Any, approximate: str) -> tuple[Any, Any]:
 
 
 class Sin(Function):
-    """``out = sin(x)``;  ``dx = dout * cos(x)``."""
+    """``out = sin(x)``;  ``dx = dout * cos(x)``;  jvp ``tout = tx * cos(x)``."""
 
     formula = "{out} = sin({0})"
     grad_formulas = ("d{0} = d{out} ⊙ cos({0})",)
@@ -449,9 +538,14 @@ class Sin(Function):
         (x,) = ctx.saved_tensors
         return (grad_output * np.cos(x),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx * np.cos(x)
+
 
 class Cos(Function):
-    """``out = cos(x)``;  ``dx = -dout * sin(x)``."""
+    """``out = cos(x)``;  ``dx = -dout * sin(x)``;  jvp ``tout = -tx * sin(x)``."""
 
     formula = "{out} = cos({0})"
     grad_formulas = ("d{0} = −d{out} ⊙ sin({0})",)
@@ -467,9 +561,15 @@ class Cos(Function):
         (x,) = ctx.saved_tensors
         return (-grad_output * np.sin(x),)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return -tx * np.sin(x)
+
 
 class Clamp(Function):
-    """``out = min(max(x, lo), hi)``;  ``dx = dout * [lo <= x <= hi]`` (ends included, as torch)."""
+    """``out = min(max(x, lo), hi)``;  ``dx = dout * [lo <= x <= hi]`` (ends included, as torch);
+    jvp ``tout = tx * [lo <= x <= hi]``."""
 
     formula = "{out} = clamp({0}, min, max)"
     grad_formulas = ("d{0} = d{out} ⊙ [min ≤ {0} ≤ max]",)
@@ -495,9 +595,19 @@ class Clamp(Function):
         (inside,) = ctx.saved_tensors
         return (grad_output * inside,)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, min: Any = None, max: Any = None) -> Any:
+        (tx,), (x,) = tangents, inputs
+        inside = np.ones(np.shape(x), dtype=bool)
+        if min is not None:
+            inside &= x >= min
+        if max is not None:
+            inside &= x <= max
+        return tx * inside
+
 
 class Clone(Function):
-    """``out = a copy of x``;  ``dx = dout``."""
+    """``out = a copy of x``;  ``dx = dout``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0} (a copy)"
     grad_formulas = ("d{0} = d{out}",)
@@ -514,7 +624,8 @@ class Clone(Function):
 
 class Copy(Function):
     """``out = src`` broadcast to ``x``'s shape and cast to its dtype (``copy_``, ``fill_``...);
-    ``dx = 0`` (its value is overwritten),  ``dsrc = dout`` summed back to ``src``'s shape."""
+    ``dx = 0`` (its value is overwritten),  ``dsrc = dout`` summed back to ``src``'s shape;  jvp ``tout = tsrc``
+    (broadcast)."""
 
     formula = "{out} = {1} (copied into {0})"
     grad_formulas = ("", "d{1} = d{out} (unbroadcast)")
@@ -529,3 +640,8 @@ class Copy(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any]:
         return None, unbroadcast(grad_output, *ctx.src_meta) if ctx.needs_input_grad[1] else None
+
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        _, tsrc = tangents
+        return np.broadcast_to(tsrc, out.shape)

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..function import Context, Function
 from .shared import unbroadcast
+from .softmax import Softmax
 
 
 def _block_keep(seed: int, j: int, shape: tuple[int, ...], p: float, dtype: Any) -> np.ndarray:
@@ -65,6 +66,8 @@ class FlashAttention(Function):
     ``mask`` additive, broadcastable to ``(..., L, S)``. Backward, per key block ``j``:
     ``P_j = exp(S_j − LSE)``, ``dV_j = (P_j)ᵀ dO``, ``dP_j = dO (V_j)ᵀ``,
     ``dS_j = P_j ⊙ (dP_j − rowsum(dO ⊙ O))``, ``dQ += dS_j K_j · scale``, ``dK_j = (dS_j)ᵀ Q · scale``.
+    jvp, on the whole ``P``: ``tS = (tQ Kᵀ + Q tKᵀ) · scale + tM``, ``tP = P ⊙ (tS − rowsum(P ⊙ tS))`` (softmax's
+    jvp), ``tO = tP V + P tV`` (the product rule).
     """
 
     formula = "{out} = softmax({0} {1}ᵀ · scale + M) {2}  (by key blocks j; saves {out} and LSE, not P)"
@@ -170,6 +173,27 @@ class FlashAttention(Function):
                                 (1,) * (len(q_shape) - len(mask_shape)) + mask_shape, mask_dtype).reshape(mask_shape)
         return dq, dk, dv, dmask  # (the engine drops those of inputs that need no gradient)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, scale: float, is_causal: bool,
+            dropout_p: float, block_size: int, seed: int) -> Any:
+        (tq, tk, tv, tmask), (q, k, v, mask) = tangents, inputs
+        if dropout_p > 0.0:
+            raise RuntimeError("FlashAttention with dropout_p > 0 has no jvp: its dropout masks are drawn block by "
+                               "block inside the fused op. Use dropout_p=0.0 with forward-mode AD.")
+        group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+        q, tq = _grouped(q, group, query=True), _grouped(tq, group, query=True)  # (..., H_kv, G, L, d)
+        k, tk, v, tv = _grouped(k, group), _grouped(tk, group), _grouped(v, group), _grouped(tv, group)
+        s = (q @ k.swapaxes(-1, -2)) * scale  # S                                            (..., L, S)
+        ts = (tq @ k.swapaxes(-1, -2) + q @ tk.swapaxes(-1, -2)) * scale  # tS
+        if mask is not None:
+            s = s + _grouped_mask(mask, group, len(out.shape))
+            ts = ts + _grouped_mask(tmask, group, len(out.shape))
+        if is_causal:  # key j after query i is hidden (top-left aligned)
+            s = np.where(np.triu(np.ones(s.shape[-2:], dtype=bool), 1), -np.inf, s)
+        p = Softmax.forward(Context(), s, dim=-1)  # P (a row that sees no key: all 0)
+        tp = p * (ts - (p * ts).sum(axis=-1, keepdims=True))  # tP, softmax's jvp
+        return (tp @ v + p @ tv).reshape(out.shape)  # tO = tP V + P tV
+
 
     @staticmethod
     def composed(q: Any, k: Any, v: Any, mask: Any, *, scale: float, is_causal: bool, dropout_p: float,
@@ -223,6 +247,12 @@ class PackedFlashAttention(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray | None, ...]:
         dq, dk, dv, dmask = FlashAttention.backward(ctx, grad_output)  # (each computed: qkv requires grad)
         return np.concatenate((dq[None], dk[None], dv[None])), dmask  # type: ignore[index]  # (3, ..., n, d), like qkv
+
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray, **options: Any) -> Any:
+        """``FlashAttention.jvp`` on ``qkv``'s three parts and their tangents."""
+        (tqkv, tmask), (qkv, mask) = tangents, inputs
+        return FlashAttention.jvp((tqkv[0], tqkv[1], tqkv[2], tmask), (qkv[0], qkv[1], qkv[2], mask), out, **options)
 
 
 def _grouped(x: np.ndarray, group: int, query: bool = False) -> np.ndarray:

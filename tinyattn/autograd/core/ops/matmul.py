@@ -16,7 +16,7 @@ from .shared import cast, on_tensors, unbroadcast
 
 
 class MatMul(Function):
-    """``C = A @ B``;  ``dA = dC @ B^T``,  ``dB = A^T @ dC``.
+    """``C = A @ B``;  ``dA = dC @ B^T``,  ``dB = A^T @ dC``;  jvp ``tC = tA @ B + A @ tB`` (the product rule).
 
     Shapes: ``A (..., n, k) @ B (..., k, m) -> C (..., n, m)``, the ``...`` broadcast.
     A 1-D ``A`` acts as a row ``(1, k)`` and a 1-D ``B`` as a column ``(k, 1)``;
@@ -61,6 +61,11 @@ class MatMul(Function):
         # END TASK
         return da, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
+        (ta, tb), (a, b) = tangents, inputs
+        return ta @ b + a @ tb
+
 
 def _vector_backward(ctx: Context, a: Any, b: Any, grad_output: Any) -> tuple[Any, Any]:
     """MatMul's backward where ``a`` or ``b`` is 1-D: its formulas on ``a`` as a row ``(1, k)`` and ``b`` as a
@@ -104,7 +109,8 @@ def _matmul_error(a: np.ndarray, b: np.ndarray) -> Exception:
 
 
 class LinearFn(Function):
-    """``Y = X W^T + b``;  ``dX = dY W``,  ``dW = dY^T X``,  ``db = sum(dY)`` over all but the last dim.
+    """``Y = X W^T + b``;  ``dX = dY W``,  ``dW = dY^T X``,  ``db = sum(dY)`` over all but the last dim;
+    jvp ``tY = tX W^T + X tW^T + tb``.
 
     Shapes: ``X (..., in)``, ``W (out, in)``, ``b (out,)`` -> ``Y (..., out)``.
     The same result as ``x @ w.T + b`` built from MatMul, Transpose and Add;
@@ -141,6 +147,14 @@ class LinearFn(Function):
         db = rows.sum(axis=0) if ctx.needs_input_grad[2] else None  # (out,)
         return dx, dw, db
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray) -> Any:
+        (tx, tw, *tb), (x, w, *_) = tangents, inputs
+        ty = tx @ w.T + x @ tw.T
+        if tb and tb[0] is not None:  # (a bias, if given)
+            ty = ty + tb[0]
+        return ty
+
 
 def _parse_einsum(equation: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, int]:
     """Split ``"bij,bjk->bik"`` into input and output subscripts, an ellipsis spelled out as spare letters.
@@ -172,7 +186,8 @@ def _parse_einsum(equation: str, shapes: list[tuple[int, ...]]) -> tuple[list[st
 
 
 class Einsum(Function):
-    """``out = einsum(equation, *xs)``;  ``dx_i = einsum(dout and every other x_j -> x_i's subscripts)``.
+    """``out = einsum(equation, *xs)``;  ``dx_i = einsum(dout and every other x_j -> x_i's subscripts)``;
+    jvp ``tout = Σ_i einsum(equation, the xs with tx_i in x_i's place)`` (it is linear in each operand).
 
     Each operand's gradient is the same sum with the output's gradient in its place: what
     ``out`` multiplied ``x_i`` by, summed the way ``x_i``'s indices were spread. An index only
@@ -215,6 +230,14 @@ class Einsum(Function):
             (grad_input,) = _broadcast((grad_input,), [x.shape])  # an index only this operand had: copied along it
             grads.append(cast(unbroadcast(grad_input, ctx.shapes[i]).reshape(ctx.shapes[i]), x.dtype))
         return tuple(grads)
+
+    @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, equation: str) -> Any:
+        tout = np.zeros_like(out)
+        for i, t in enumerate(tangents):
+            operands = inputs[:i] + (t,) + inputs[i + 1:]
+            tout += Einsum.forward(Context(), *operands, equation=equation)
+        return tout
 
 
 def _broadcast(xs: tuple[Any, ...], shapes: list[tuple[int, ...]]) -> tuple[Any, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -25,7 +25,7 @@ def _expand_back(grad: np.ndarray, dims: tuple[int, ...], keepdim: bool, shape: 
 
 
 class Sum(Function):
-    """``out = sum(x, dim)``;  ``dx = dout`` copied along the summed dims."""
+    """``out = sum(x, dim)``;  ``dx = dout`` copied along the summed dims;  jvp: the op itself (linear)."""
 
     formula = "{out} = sum({0})"
     grad_formulas = ("d{0} = d{out} copied along the summed dims",)
@@ -43,7 +43,7 @@ class Sum(Function):
 
 
 class Mean(Function):
-    """``out = sum(x, dim) / N``;  ``dx = dout / N`` copied along the reduced dims."""
+    """``out = sum(x, dim) / N``;  ``dx = dout / N`` copied along the reduced dims;  jvp: the op itself (linear)."""
 
     formula = "{out} = mean({0})"
     grad_formulas = ("d{0} = d{out} / N copied along the averaged dims",)
@@ -63,7 +63,8 @@ class Mean(Function):
 
 
 class Amax(Function):
-    """``out = max(x, dim)``;  ``dx = dout * (x == out) / (number of ties)``.
+    """``out = max(x, dim)``;  ``dx = dout * (x == out) / (number of ties)``;
+    jvp ``tout = sum(tx * (x == out), dim) / (number of ties)``, the mean of the tangents at the maxima.
 
     Where several elements tie for the maximum they share the gradient equally,
     as in torch's ``amax``.
@@ -88,9 +89,18 @@ class Amax(Function):
         ties = is_max.sum(axis=ctx.dims, keepdims=True, dtype=grad_output.dtype)
         return (is_max * (grad_output.reshape(ctx.kept_shape) / ties),)  # (dout with the reduced dims kept, as 1s)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: Any, keepdim: bool) -> Any:
+        (tx,), (x,) = tangents, inputs
+        dims = normalize_dims("amax", dim, x.ndim)
+        is_max = x == x.max(axis=dims, keepdims=True)
+        ties = is_max.sum(axis=dims, keepdims=keepdim)
+        return (tx * is_max).sum(axis=dims, keepdims=keepdim) / ties
+
 
 class TakeAlong(Function):
-    """``out = take_along_axis(x, index, dim)``;  ``dx = dout`` put back at ``index`` (zeros elsewhere).
+    """``out = take_along_axis(x, index, dim)``;  ``dx = dout`` put back at ``index`` (zeros elsewhere);  jvp: the
+    op itself (linear).
 
     What ``max(dim)``/``min(dim)`` use: the gradient goes to the one element picked per row.
     """
@@ -114,7 +124,8 @@ class TakeAlong(Function):
 
 
 class Var(Function):
-    """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) dout / (N - correction)``."""
+    """``out = sum((x - mean)^2, dim) / (N - correction)``;  ``dx = 2 (x - mean) dout / (N - correction)``;
+    jvp ``tout = sum(2 (x - mean) tx, dim) / (N - correction)``."""
 
     formula = "{out} = var({0})"
     grad_formulas = ("d{0} = 2 ({0} − mean) ⊙ d{out} / (N − correction)",)
@@ -143,9 +154,20 @@ class Var(Function):
         with np.errstate(invalid="ignore", divide="ignore"):  # (dout with the reduced dims kept, as 1s)
             return (2 * centered * grad_output.reshape(ctx.kept_shape) / ctx.denom,)
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: Any, keepdim: bool,
+            correction: int) -> Any:
+        (tx,), (x,) = tangents, inputs
+        dims = normalize_dims("var", dim, x.ndim)
+        denom = max(math.prod(x.shape[d] for d in dims) - correction, 0)
+        centered = x - np.mean(x, axis=dims, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.sum(2 * centered * tx, axis=dims, keepdims=keepdim) / denom
+
 
 class Norm(Function):
-    """``out = sqrt(sum(x**2, dim))``, the 2-norm;  ``dx = dout * x / out`` (0 where ``out`` is 0, as torch)."""
+    """``out = sqrt(sum(x**2, dim))``, the 2-norm;  ``dx = dout * x / out`` (0 where ``out`` is 0, as torch);
+    jvp ``tout = sum(x * tx, dim) / out``."""
 
     formula = "{out} = ‖{0}‖₂"
     grad_formulas = ("d{0} = d{out} ⊙ {0} / {out}",)
@@ -166,3 +188,10 @@ class Norm(Function):
         nonzero = out != 0
         scale = where(nonzero, grad_output / where(nonzero, out, 1.0), 0.0)  # (0 where the norm is 0, never 0/0)
         return (x * scale.reshape(ctx.kept_shape),)  # (scale, one per reduced row, broadcast along the row)
+
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: Any, keepdim: bool) -> Any:
+        (tx,), (x,) = tangents, inputs
+        dims = normalize_dims("norm", dim, x.ndim)
+        nonzero = out != 0
+        return np.where(nonzero, np.sum(x * tx, axis=dims, keepdims=keepdim) / np.where(nonzero, out, 1.0), 0.0)

@@ -20,7 +20,7 @@ from .shared import cast, on_tensors, unbroadcast
 
 
 class Reshape(Function):
-    """``out = x.reshape(shape)``;  ``dx = dout.reshape(x.shape)``."""
+    """``out = x.reshape(shape)``;  ``dx = dout.reshape(x.shape)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.reshape{out_shape}"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -47,7 +47,7 @@ class Reshape(Function):
 
 
 class Transpose(Function):
-    """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(dout, dim0, dim1)``."""
+    """``out = swapaxes(x, dim0, dim1)``;  ``dx = swapaxes(dout, dim0, dim1)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.transpose{dims}"
     grad_formulas = ("d{0} = d{out}.transpose{dims}",)
@@ -66,7 +66,7 @@ class Transpose(Function):
 
 
 class Permute(Function):
-    """``out = transpose(x, dims)``;  ``dx = transpose(dout, argsort(dims))``."""
+    """``out = transpose(x, dims)``;  ``dx = transpose(dout, argsort(dims))``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.permute(p)"
     grad_formulas = ("d{0} = d{out}.permute(p⁻¹)",)
@@ -88,7 +88,7 @@ class Permute(Function):
 
 
 class Unsqueeze(Function):
-    """``out = expand_dims(x, dim)``;  ``dx = dout.reshape(x.shape)``."""
+    """``out = expand_dims(x, dim)``;  ``dx = dout.reshape(x.shape)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.unsqueeze(…)"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -105,7 +105,7 @@ class Unsqueeze(Function):
 
 
 class Squeeze(Function):
-    """``out = x`` without size-1 dims;  ``dx = dout.reshape(x.shape)``."""
+    """``out = x`` without size-1 dims;  ``dx = dout.reshape(x.shape)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.squeeze()"
     grad_formulas = ("d{0} = d{out}.reshape{shape}",)
@@ -125,7 +125,7 @@ class Squeeze(Function):
 
 
 class Expand(Function):
-    """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(dout, x.shape)``."""
+    """``out = broadcast_to(x, sizes)``;  ``dx = unbroadcast(dout, x.shape)``;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0}.expand(…)"
     grad_formulas = ("d{0} = d{out} summed over the expanded dims",)
@@ -156,7 +156,7 @@ def _is_basic(index: Any) -> bool:
 
 
 class GetItem(Function):
-    """``out = x[index]``;  ``dx = zeros_like(x)`` with ``dout`` added back at ``index``.
+    """``out = x[index]``;  ``dx = zeros_like(x)`` with ``dout`` added back at ``index``;  jvp: the op itself (linear).
 
     Integer-array indexes may pick an element twice, so the scatter uses
     ``np.add.at``, which accumulates repeats instead of overwriting them.
@@ -185,7 +185,8 @@ class GetItem(Function):
 
 
 class Cat(Function):
-    """``out = concatenate(xs, dim)``;  ``dx_i = dout`` sliced back to ``x_i``'s part."""
+    """``out = concatenate(xs, dim)``;  ``dx_i = dout`` sliced back to ``x_i``'s part;  jvp ``tout = concatenate(txs,
+    dim)``, the op itself on the tangents (linear in each input)."""
 
     formula = "{out} = cat(inputs)"
     grad_formulas = ("d{i} = the part of d{out} where {i} was placed",)
@@ -213,9 +214,14 @@ class Cat(Function):
         return _in_input_dtypes(ctx, (grad_output[before + (slice(lo, hi),)]
                                       for lo, hi in zip(ctx.bounds, ctx.bounds[1:])))
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, dim: int) -> Any:
+        return Cat.forward(Context(), *tangents, dim=dim)
+
 
 class Stack(Function):
-    """``out = stack(xs, dim)``;  ``dx_i = dout`` indexed at ``i`` along ``dim``."""
+    """``out = stack(xs, dim)``;  ``dx_i = dout`` indexed at ``i`` along ``dim``;  jvp ``tout = stack(txs, dim)``,
+    the op itself on the tangents."""
 
     formula = "{out} = stack(inputs)"
     grad_formulas = ("d{i} = d{out}[i] along the stacked dim",)
@@ -235,6 +241,10 @@ class Stack(Function):
         before = (slice(None),) * ctx.dim  # (the dims before the stacked one)
         return _in_input_dtypes(ctx, (grad_output[before + (i,)] for i in range(len(ctx.dtypes))))
 
+    @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, dim: int) -> Any:
+        return Stack.forward(Context(), *tangents, dim=dim)
+
 
 def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Cat's and stack's inputs in one dtype, torch's ``result_type`` of them all; each one's dtype kept on ``ctx``."""
@@ -250,7 +260,7 @@ def _in_input_dtypes(ctx: Context, pieces: Iterable[np.ndarray]) -> tuple[np.nda
 
 class Triangle(Function):
     """``out = tril(x, k)`` or ``triu(x, k)``: the last two dims' lower (upper) triangle, zeros elsewhere;
-    ``dx = dout`` on the same triangle, 0 elsewhere."""
+    ``dx = dout`` on the same triangle, 0 elsewhere;  jvp: the op itself (linear)."""
 
     formula = "{out} = {0} on one triangle, 0 elsewhere"
     grad_formulas = ("d{0} = d{out} on the same triangle, 0 elsewhere",)
@@ -291,7 +301,7 @@ def gather_index(op: str, shape: tuple[int, ...], dim: int, index: np.ndarray) -
 
 class Gather(Function):
     """``out[i] = x[i with index[i] at dim]`` (torch's ``gather``);  ``dx[..] += dout`` at those places
-    (``np.add.at``: an element picked twice gets both gradients)."""
+    (``np.add.at``: an element picked twice gets both gradients);  jvp: the op itself (linear)."""
 
     formula = "{out} = gather({0}, dim, index)"
     grad_formulas = ("d{0}[index] += d{out}  (zeros elsewhere)",)
@@ -313,7 +323,8 @@ class Gather(Function):
 
 
 class SetItem(Function):
-    """``out = x`` with ``out[index] = value`` (what ``x[index] = value`` records);
+    """``out = x`` with ``out[index] = value`` (what ``x[index] = value`` records);  jvp ``tout = tx`` with
+    ``tout[index] = tvalue``, the op itself on the tangents;
     ``dx = dout`` with the assigned elements set to 0,  ``dvalue = dout[index]`` (summed to value's shape)."""
 
     formula = "{out} = {0} with {out}[index] = {1}"
@@ -343,3 +354,8 @@ class SetItem(Function):
             picked = picked.reshape((1,) * (len(shape) - picked.ndim) + picked.shape)  # (value had extra 1s)
             dvalue = unbroadcast(picked, shape, dtype)
         return dx, dvalue
+
+    @staticmethod
+    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray, *, index: Any) -> Any:
+        tx, tvalue = tangents
+        return SetItem.forward(Context(), tx, tvalue, index=index)

@@ -8,6 +8,8 @@ Homework: the ``# BEGIN TASK`` / ``# END TASK`` comments mark the lines
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..checks import normalize_dim
@@ -23,7 +25,9 @@ def _softmax_dim(op: str, x: np.ndarray, dim: int) -> int | None:
 
 
 class Softmax(Function):
-    """``Y = exp(X) / sum(exp(X), dim)``;  ``dX = Y * (dY - sum(dY * Y, dim))``.
+    """``Y = exp(X) / sum(exp(X), dim)``;  ``dX = Y * (dY - sum(dY * Y, dim))``;
+    jvp ``tY = Y * (tX - sum(tX * Y, dim))``: the same formula (the softmax's Jacobian ``diag(Y) - Y Yᵀ`` is
+    symmetric).
 
     A row that is ``-inf`` everywhere (e.g. a query whose keys are all masked)
     gives all-zero probabilities and zero gradient instead of NaN.
@@ -57,9 +61,16 @@ class Softmax(Function):
         return (grad_input,)
         # END TASK
 
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: int) -> Any:
+        (tx,), (x,) = tangents, inputs
+        d = _softmax_dim("softmax", x, dim)
+        return out * (tx - (tx * out).sum(axis=d, keepdims=True))
+
 
 class LogSoftmax(Function):
-    """``Y = X - log(sum(exp(X), dim))``;  ``dX = dY - exp(Y) * sum(dY, dim)``."""
+    """``Y = X - log(sum(exp(X), dim))``;  ``dX = dY - exp(Y) * sum(dY, dim)``;
+    jvp ``tY = tX - sum(exp(Y) * tX, dim)``."""
 
     formula = "{out} = log_softmax({0})"
     grad_formulas = ("d{0} = d{out} − exp({out}) ⊙ rowsum(d{out})",)
@@ -76,6 +87,12 @@ class LogSoftmax(Function):
         ctx.dim = d
         ctx.save_for_backward(y)
         return y
+
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: int) -> Any:
+        (tx,), (x,) = tangents, inputs
+        d = _softmax_dim("log_softmax", x, dim)
+        return tx - (np.exp(out) * tx).sum(axis=d, keepdims=True)
 
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:

@@ -19,7 +19,8 @@ from ..function import Context, Function
 
 class Windows(Function):
     """``windows[..., i, a] = x_padded[..., i * stride + a * dilation]`` (for each spatial dim);
-    ``dx_padded[..., i * stride + a * dilation] += dwindows[..., i, a]``, the padding cut off after."""
+    ``dx_padded[..., i * stride + a * dilation] += dwindows[..., i, a]``, the padding cut off after;  jvp: the op
+    itself (linear)."""
 
     formula = "{out} = windows({0}, kernel, stride, padding, dilation)"
     grad_formulas = ("d{0}[i*stride + a*dilation] += d{out}[i, a]  (padding removed)",)
