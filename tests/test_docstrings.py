@@ -7,7 +7,8 @@ import pytest
 
 # The modules whose names the API reference documents (docs/reference/), each page one of them.
 PUBLIC_MODULES = [
-    "tinyattn", "tinyattn.autograd", "tinyattn.autograd.core", "tinyattn.nn", "tinyattn.nn.functional",
+    "tinyattn", "tinyattn.autograd", "tinyattn.autograd.core", "tinyattn.autograd.forward_ad", "tinyattn.func",
+    "tinyattn.nn", "tinyattn.nn.functional",
     "tinyattn.nn.init", "tinyattn.optim", "tinyattn.utils.data", "tinyattn.explain", "tinyattn.homework",
 ]
 
