@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import higher_order
+from . import higher_order, hooks
 from .core import registry
 from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
 from .core.function import Node
@@ -156,6 +156,7 @@ def run_backward(
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
     step = torch_step(retain_graph, create_graph)
+    roots = hooks.gradient_table(roots)  # (while hooks are registered: a table that runs them, hooks.py)
     if wanted is None:  # every node that keeps a tensor's .grad: a leaf's, or a retain_grad() tensor's
         passes = backpropagate(roots, topological_order(roots), step)
     else:
@@ -206,7 +207,7 @@ def grad(
         raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
     inputs, positions = _by_node("grad", inputs)  # (only_inputs: torch ignores it too)
     result: list[Tensor | None] = [None] * len(inputs)
-    roots = _roots("grad", outputs, grad_outputs, create_graph)
+    roots = hooks.gradient_table(_roots("grad", outputs, grad_outputs, create_graph))
     for node, g in gradients(roots, positions, torch_step(retain_graph, create_graph)):
         for i in positions[node]:
             result[i] = g if create_graph else registry.Tensor._make(np.array(g))  # its own copy, a Tensor as in torch

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import engine, printing
+from . import engine, hooks, printing
 from .core import (
     dtypes,  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
     registry,
@@ -156,6 +156,13 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
         """Set ``name`` and return the tensor itself: ``q = F.linear(x, w).named("Q")``."""
         self.name = name
         return self
+
+    def register_hook(self, hook: Any) -> hooks.RemovableHandle:
+        """Run ``hook(grad)`` on this tensor's gradient in every later backward pass.
+
+        A tensor the hook returns replaces the gradient. Returns a handle whose ``remove()`` takes the hook off
+        (``hooks.py``)."""
+        return hooks.register(self, hook)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (a leaf keeps it anyway)."""

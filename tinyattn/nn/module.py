@@ -12,9 +12,11 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ..autograd import hooks
 from ..autograd.devices import check_device
 from ..autograd.tensor import Tensor
 from ..autograd.tensor_api import to_arguments
+from . import module_hooks
 from .parameter import Parameter
 
 
@@ -26,6 +28,7 @@ class Module:
     _modules: dict[str, Any]  # a Module, or None where one was set to None
     _buffers: dict[str, Tensor | None]  # tensors that are state but not parameters (register_buffer)
     _non_persistent: set[str]  # buffers left out of state_dict
+    _hooks: module_hooks.ModuleHooks | None = None  # forward and backward hooks, once one is registered
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -83,8 +86,39 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``module(x)`` runs ``module.forward(x)``."""
-        return self.forward(*args, **kwargs)
+        """``module(x)`` runs ``module.forward(x)`` (with the module's hooks, if it has any: ``module_hooks.py``)."""
+        if self._hooks is None:
+            return self.forward(*args, **kwargs)
+        return module_hooks.call(self, args, kwargs)
+
+    # -- hooks (module_hooks.py) -----------------------------------------------
+
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> hooks.RemovableHandle:
+        """Run ``hook(module, args)`` before each ``forward``.
+
+        Args it returns replace the call's (``with_kwargs``: ``hook(module, args, kwargs)``, returning
+        ``(args, kwargs)``)."""
+        return module_hooks.add(self, "forward_pre", (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> hooks.RemovableHandle:
+        """Run ``hook(module, args, output)`` after each ``forward``.
+
+        An output it returns replaces the call's (``with_kwargs``: ``hook(module, args, kwargs, output)``)."""
+        return module_hooks.add(self, "forward", (hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(self, hook: Any, prepend: bool = False) -> hooks.RemovableHandle:
+        """Run ``hook(module, grad_output)`` once the gradients of the module's outputs are known.
+
+        Gradients it returns replace them."""
+        return module_hooks.add(self, "backward_pre", hook, prepend)
+
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> hooks.RemovableHandle:
+        """Run ``hook(module, grad_input, grad_output)`` once the gradients of the module's inputs are known.
+
+        Gradients it returns replace ``grad_input``."""
+        return module_hooks.add(self, "backward", hook, prepend)
 
     # -- walking the tree ------------------------------------------------------
 
