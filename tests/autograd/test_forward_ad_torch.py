@@ -134,3 +134,51 @@ def test_refusals_match_torchs_messages():
                 fw.make_dual(lib.tensor([1.0, 2.0]), lib.tensor([1.0]))
             with pytest.raises(ValueError, match="Expected primal to be floating point"):
                 fw.make_dual(lib.tensor([1, 2]), lib.tensor([1.0, 2.0]))
+
+
+def _cube(lib):
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            ctx.k = k
+            return x ** 3 * k, x.sin()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (x,) = ctx.saved_tensors
+            return g1 * 3 * x ** 2 * ctx.k + g2 * x.cos(), None
+
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            (x,) = ctx.saved_tensors
+            return tx * 3 * x ** 2 * ctx.k, tx * x.cos()
+
+    return Cube
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_a_custom_functions_jvp_is_called_as_torch_calls_it(requires_grad):
+    """Recorded (an input requires grad) or not, each output's tangent is the user's jvp's; without a jvp, refused."""
+    rng = np.random.default_rng(12)
+    data, tangent = rng.standard_normal(4), rng.standard_normal(4)
+    results = []
+    for lib, fw in FORWARD_AD.items():
+        with fw.dual_level():
+            x = fw.make_dual(lib.tensor(data, requires_grad=requires_grad), lib.tensor(tangent))
+            results.append([_numpy(fw.unpack_dual(o).tangent) for o in _cube(lib).apply(x, 2.0)])
+
+            class NoJvp(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, t):
+                    return t * 2
+
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 2
+
+            with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
+                NoJvp.apply(x)
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **TOL)

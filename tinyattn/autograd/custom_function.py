@@ -8,7 +8,10 @@ torch's, is built on that one, and a subclass of it gets torch's contract instea
 * ``ctx.save_for_backward(*tensors)`` / ``ctx.saved_tensors``, ``ctx.needs_input_grad``,
   ``ctx.mark_non_differentiable(*outputs)`` and ``ctx.set_materialize_grads(False)`` work as torch's;
 * ``backward(ctx, *grad_outputs)`` receives one Tensor per output and returns one gradient (a
-  Tensor, or None) per input of ``forward``.
+  Tensor, or None) per input of ``forward``;
+* for forward mode (``forward_ad``), ``jvp(ctx, *tangents)`` receives one tangent per input of ``forward``
+  (zeros for a Tensor without one, None for any other argument) and returns one per output; what
+  ``ctx.save_for_forward(*tensors)`` kept is its ``ctx.saved_tensors``.
 
 The call is recorded as one op, ``CustomCall``, whose backward calls the user's. Several outputs are
 stored end to end in one flat array, each output a slice of it reshaped (ops with their own
@@ -24,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import forward_ad
 from .core import function as core
 from .core import grad_mode
 from .core.checks import broadcasts_to
@@ -101,6 +105,10 @@ class FunctionCtx(Context):
                                 f"of type {type(t).__name__}")
         self.saved_tensors = tensors
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keep ``tensors`` for ``jvp`` (forward mode), which reads them as ``ctx.saved_tensors``."""
+        self.forward_saved = tensors
+
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """These outputs get no gradient (an index, a mask): they come out with ``requires_grad=False``."""
         self.non_differentiable = tuple(self.non_differentiable) + tensors
@@ -116,6 +124,8 @@ class FunctionCtx(Context):
 
     non_differentiable: tuple[Tensor, ...] = ()
     materialize_grads = True
+    forward_saved: tuple[Any, ...] | None = None
+    tensor_args: tuple[bool, ...] = ()  # which of forward's arguments are Tensors (jvp gets None for the others)
 
 
 def once_differentiable(backward: Callable[..., Any]) -> Callable[..., Any]:
@@ -161,6 +171,7 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     """torch's ``Function.apply``: ``forward`` on the Tensors, the call recorded as one ``CustomCall`` op."""
     ctx = FunctionCtx()
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    ctx.tensor_args = tuple(isinstance(a, Tensor) for a in args)
     with grad_mode.no_grad():
         out: Any = cls.forward(ctx, *args, **kwargs)
     single = not isinstance(out, tuple)
@@ -173,6 +184,14 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     wanted = [i for i, o in enumerate(outputs) if o is not None and id(o) not in skip and o.is_floating_point()]
     if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad) and wanted):
         results = tuple(None if o is None else Tensor._make(o.array) for o in outputs)
+        if any(getattr(a, "_fw_tangent", None) is not None for a in args):  # forward mode, nothing recorded
+            tangents = [None if t is None else t.array for t in (a._fw_tangent if isinstance(a, Tensor) else None
+                                                                  for a in args)]
+            primals = tuple(a.array if isinstance(a, Tensor) else a for a in args)
+            filled = tuple(forward_ad._zero_tangent(p) if t is None else t for p, t in zip(primals, tangents))
+            for r, t in zip(results, user_tangents(cls, ctx, filled)):
+                if r is not None and t is not None:
+                    forward_ad._carry(r, np.asarray(t.array if isinstance(t, Tensor) else t, dtype=r.dtype))
         return results[0] if single else results
     dtype = np.result_type(*(outputs[i].dtype for i in wanted))
     packed = np.concatenate([outputs[i].array.astype(dtype).reshape(-1) for i in wanted])
@@ -209,6 +228,21 @@ class CustomCall(core.Function):
         return packed
 
     @staticmethod
+    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, fn: type[Function],
+            user_ctx: FunctionCtx, packed: np.ndarray, layout: list, count: int) -> np.ndarray:
+        """The user's jvp: each output's tangent, end to end as the outputs are."""
+        outs = user_tangents(fn, user_ctx, tangents)
+        pieces = []
+        for i, shape, _ in layout:
+            t = outs[i] if i < len(outs) else None
+            t = np.zeros(shape, packed.dtype) if t is None else np.asarray(t.array if isinstance(t, Tensor) else t)
+            if t.shape != tuple(shape):
+                raise RuntimeError(f"{fn.__name__}.jvp returned a tangent of shape {t.shape} for output {i} of shape "
+                                   f"{tuple(shape)}")
+            pieces.append(t.astype(packed.dtype).reshape(-1))
+        return np.concatenate(pieces)
+
+    @staticmethod
     def backward(ctx: Context, grad_output: Any) -> tuple[Any, ...]:
         """The user's backward, given each output's gradient; its gradients checked and made arrays (or Tensors)."""
         fn, user_ctx = ctx.kwargs["fn"], ctx.kwargs["user_ctx"]
@@ -240,6 +274,24 @@ class CustomCall(core.Function):
                 g = np.asarray(g.array if isinstance(g, Tensor) else g)
             out.append(_fitted(fn, index, g, ctx.input_shapes[index], ctx.input_dtypes[index]))
         return tuple(out)
+
+
+def user_tangents(fn: type[Function], user_ctx: FunctionCtx, tangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The user's ``jvp(ctx, *tangents)`` (a tangent per input of forward, None for an argument that is not a
+    Tensor): one tangent per output, as a tuple. Refused, as torch, if the Function has none."""
+    if getattr(fn.jvp, "__func__", None) is core.Function.__dict__["jvp"].__func__:  # (the base's: none of its own)
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  f"forward mode AD ({fn.__name__}).")
+    given = tuple(None if not is_tensor else Tensor._make(np.asarray(t))
+                  for t, is_tensor in zip(tangents, user_ctx.tensor_args))
+    saved = user_ctx.saved_tensors
+    if user_ctx.forward_saved is not None:
+        user_ctx.saved_tensors = user_ctx.forward_saved
+    try:
+        result = fn.jvp(user_ctx, *given)
+    finally:
+        user_ctx.saved_tensors = saved
+    return result if isinstance(result, tuple) else (result,)
 
 
 def _fitted(fn: type[Function], index: int, grad: Any, shape: tuple[int, ...], dtype: Any) -> Any:
