@@ -52,7 +52,7 @@ def test_a_trained_model_and_its_optimizer_copied_together_train_on_exactly_as_t
     model, opt, x, y = _trained()
     model2, opt2 = ROUND_TRIPS[how]((model, opt))
     assert opt2.param_groups[0]["params"][0] is model2[0].weight  # (the copy steps the copy's weights)
-    assert opt2.state[0]["step"] == opt.state[0]["step"] == 3
+    assert opt2.state[model2[0].weight]["step"] == opt.state[model[0].weight]["step"] == 3
     after = _steps(model, opt, x, y, 5)
     after2 = _steps(model2, opt2, x, y, 5)
     for a, b in zip(after, after2):

@@ -130,7 +130,7 @@ def test_a_parameter_without_a_gradient_does_not_stop_the_others(name):
         opt.step()
     assert a.array[0] == 1.0 and b.array[0] < 1.0 and c.array[0] == b.array[0]
     if name != "SGD":
-        assert opt.state[1]["step"] == opt.state[2]["step"] == 2 and 0 not in opt.state
+        assert opt.state[b]["step"] == opt.state[c]["step"] == 2 and a not in opt.state
 
 
 def test_optimizer_argument_checks():

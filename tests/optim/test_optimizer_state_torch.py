@@ -155,3 +155,35 @@ def test_parameter_groups_refuse_mixed_or_repeated_parameters():
         optim.SGD([("a", a), b], lr=0.1)
     with pytest.raises(ValueError, match=r"group sizes \(2,\), this optimizer's \(1,\)"):
         opt.load_state_dict(optim.SGD([a, b], lr=0.1).state_dict())
+
+
+def test_an_optimizer_of_your_own_keeps_its_state_by_parameter_as_torchs():
+    """A tutorial's optimizer: ``self.state[p]`` (a defaultdict keyed by the parameter) for its own buffers."""
+    def train(lib):
+        class MomentumSGD(lib.optim.Optimizer):
+            def __init__(self, params, lr=0.1, momentum=0.9):
+                super().__init__(params, dict(lr=lr, momentum=momentum))
+
+            @lib.no_grad()
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        if p.grad is None:
+                            continue
+                        state = self.state[p]
+                        if "velocity" not in state:
+                            state["velocity"] = lib.zeros_like(p)
+                        state["velocity"].mul_(group["momentum"]).add_(p.grad)
+                        p.add_(state["velocity"], alpha=-group["lr"])
+
+        rng = np.random.default_rng(0)
+        w = lib.tensor(rng.standard_normal(3), requires_grad=True)
+        opt = MomentumSGD([w])
+        for _ in range(4):
+            opt.zero_grad()
+            ((w * w).sum() + w.sin().sum()).backward()
+            opt.step()
+        return w.detach().numpy(), opt.state[w]["velocity"].numpy()
+
+    for ours, theirs in zip(train(ta), train(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)

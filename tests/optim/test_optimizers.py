@@ -29,7 +29,7 @@ def test_sgd_momentum_two_steps():
     p.grad = ta.tensor(np.array([2.0]))
     opt.step()  # buf = 0.9 * 1 + 2 = 2.9
     np.testing.assert_allclose(p.array, [0.9 - 0.29])
-    np.testing.assert_allclose(opt.state[0]["momentum_buffer"], [2.9])
+    np.testing.assert_allclose(opt.state[p]["momentum_buffer"], [2.9])  # (keyed by the parameter, as torch)
 
 
 def test_adam_first_steps_by_hand():
@@ -47,7 +47,7 @@ def test_adam_first_steps_by_hand():
     g1 = np.array([0.1, -0.3])
     after_step1 = np.array([1.0, 2.0]) - 0.01 * g1 / (np.abs(g1) + 1e-8)
     np.testing.assert_allclose(p.array, after_step1 - update, rtol=1e-12)
-    assert opt.state[0]["step"] == 2
+    assert opt.state[p]["step"] == 2
 
 
 def test_adamw_decays_weights_directly():
@@ -62,7 +62,7 @@ def test_skips_params_without_grad_and_zero_grad():
     p, q = param([1.0], [1.0]), nn.Parameter(np.array([5.0]))
     opt = optim.Adam([p, q], lr=0.1)
     opt.step()
-    assert q.array[0] == 5.0 and 1 not in opt.state
+    assert q.array[0] == 5.0 and q not in opt.state
     opt.zero_grad(set_to_none=False)
     np.testing.assert_array_equal(p.grad, [0.0])
     opt.zero_grad()
@@ -79,9 +79,10 @@ def test_param_groups_and_state_dict_round_trip():
     a2, b2 = param([1.0], [1.0]), param([2.0], [1.0])
     opt2 = optim.Adam([{"params": [a2]}, {"params": [b2]}], lr=0.1)
     opt2.load_state_dict(sd)
-    assert opt2.param_groups[1]["lr"] == 0.5 and opt2.state[0]["step"] == 1
+    assert opt2.param_groups[1]["lr"] == 0.5 and opt2.state[a2]["step"] == 1 and opt2.state[b2]["step"] == 1
+    assert set(sd["state"]) == {0, 1}  # (state_dict numbers the parameters, as torch's)
     sd["state"][0]["exp_avg"][...] = 99  # a copy
-    assert opt2.state[0]["exp_avg"][0] != 99
+    assert opt2.state[a2]["exp_avg"][0] != 99
 
 
 def test_bad_arguments():
@@ -148,4 +149,4 @@ def test_sgd_momentum_with_weight_decay_moves_a_0d_parameter_like_any_other():
     p2 = p1 - 0.1 * b2
     b3 = 0.9 * b2 + (1 + 0.1 * p2)
     assert np.isclose(float(p.array), p2 - 0.1 * b3)
-    assert np.isclose(float(opt.state[0]["momentum_buffer"]), b3)
+    assert np.isclose(float(opt.state[p]["momentum_buffer"]), b3)

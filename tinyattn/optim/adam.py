@@ -60,7 +60,7 @@ class Adam(Optimizer):
                 p.array *= 1 - lr * wd  # AdamW: decay the weights directly
             elif wd:
                 g = g + wd * p.array  # Adam: L2 penalty through the gradient
-            state = self.state.setdefault(i, {})
+            state = self.state[p]
             if not state:
                 state.update(step=0, exp_avg=np.zeros_like(p.array), exp_avg_sq=np.zeros_like(p.array))
                 if group["amsgrad"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -14,9 +15,9 @@ from ..nn.parameter import Parameter
 class Optimizer:
     """Base class: holds ``param_groups`` (lists of parameters with their hyperparameters) and ``state``.
 
-    Subclasses implement ``step()``; ``state[i]`` holds parameter ``i``'s
-    buffers (momentum, Adam's moments, the step count), numbered in order over
-    all groups.
+    Subclasses implement ``step()``; ``state[p]`` holds parameter ``p``'s buffers (momentum, Adam's moments, the
+    step count), as torch's (a ``defaultdict(dict)``: an optimizer of yours may write its own there).
+    ``state_dict()`` numbers the parameters in order over all groups.
     """
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
@@ -31,7 +32,7 @@ class Optimizer:
             raise ValueError(f"{name}: optimizer got an empty parameter list")
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
-        self.state: dict[int, dict[str, Any]] = {}
+        self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for group in listed if isinstance(listed[0], dict) else [{"params": listed}]:
             if not isinstance(group, dict):
                 raise TypeError(f"{name}: mix of parameter groups (dicts) and tensors in params")
@@ -119,9 +120,9 @@ class Optimizer:
             i += n
         state = {
             index: {key: Tensor._make(np.array(value, np.float32)) if key == "step" else None if value is None
-                    else Tensor._make(value.copy())
-                    for key, value in buffers.items()}
-            for index, buffers in self.state.items()
+                    else Tensor._make(np.array(getattr(value, "array", value)))
+                    for key, value in self.state[p].items()}
+            for index, _, p in self._indexed_params() if self.state.get(p)
         }
         return {"state": state, "param_groups": groups}
 
@@ -136,10 +137,10 @@ class Optimizer:
         params = [p for _, _, p in self._indexed_params()]
         for group, saved in zip(self.param_groups, groups):
             group.update({k: v for k, v in saved.items() if k != "params"})
-        self.state = {}
+        self.state = defaultdict(dict)
         for key, buffers in state_dict["state"].items():
             p = params[saved_ids.index(int(key))]
-            self.state[saved_ids.index(int(key))] = {
+            self.state[p] = {
                 name: int(to_numpy(value)) if name == "step" else None if value is None
                 else to_numpy(value).astype(p.dtype).reshape(p.shape)
                 for name, value in buffers.items()

@@ -31,7 +31,7 @@ class RMSprop(Optimizer):
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
         for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
-            state = self.state.setdefault(i, {})
+            state = self.state[p]
             if not state:
                 state["step"] = 0
                 state["square_avg"] = np.zeros_like(p.array)
@@ -74,7 +74,7 @@ class Adagrad(Optimizer):
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
         for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
-            state = self.state.setdefault(i, {})
+            state = self.state[p]
             if not state:
                 state["step"] = 0
                 state["sum"] = np.full_like(p.array, group["initial_accumulator_value"])

@@ -42,7 +42,7 @@ class SGD(Optimizer):
         loss = self._evaluate(closure)
         for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             if group["momentum"]:
-                state = self.state.setdefault(i, {})
+                state = self.state[p]
                 buf = state.get("momentum_buffer")
                 # (arrays built anew, not updated in place: a 0-d parameter's arithmetic gives NumPy scalars)
                 buf = np.array(g) if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * g

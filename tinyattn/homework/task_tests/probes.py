@@ -406,4 +406,4 @@ def test_adam_step_reference(seed):
     for g in rng.standard_normal((3, 3, 4)):
         p.grad = ta.tensor(g.copy())
         opt.step()
-    return {"p": p.detach().numpy(), "exp_avg_sq": opt.state[0]["exp_avg_sq"]}
+    return {"p": p.detach().numpy(), "exp_avg_sq": opt.state[p]["exp_avg_sq"]}
