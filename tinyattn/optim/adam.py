@@ -51,7 +51,7 @@ class Adam(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p in self._indexed_params():
+        for _, group, p in self._indexed_params():
             if p.grad is None:
                 continue
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]

@@ -80,16 +80,16 @@ class Optimizer:
                 yield i, group, p
                 i += 1
 
-    def _gradients(self) -> Iterable[tuple[int, dict[str, Any], Parameter, np.ndarray]]:
-        """``(i, group, p, g)`` for each parameter that has a gradient: ``g`` is ``p.grad`` (negated with
+    def _gradients(self) -> Iterable[tuple[dict[str, Any], Parameter, np.ndarray]]:
+        """``(group, p, g)`` for each parameter that has a gradient: ``g`` is ``p.grad`` (negated with
         ``maximize``) plus ``weight_decay * p``, torch's L2 penalty through the gradient."""
-        for i, group, p in self._indexed_params():
+        for _, group, p in self._indexed_params():
             if p.grad is None:
                 continue
             g = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
                 g = g + group["weight_decay"] * p.array
-            yield i, group, p, g
+            yield group, p, g
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (``None``, or zeros with ``set_to_none=False``)."""

@@ -30,7 +30,7 @@ class RMSprop(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
+        for group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             state = self.state[p]
             if not state:
                 state["step"] = 0
@@ -73,7 +73,7 @@ class Adagrad(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
+        for group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             state = self.state[p]
             if not state:
                 state["step"] = 0

@@ -40,7 +40,7 @@ class SGD(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient (after ``closure()``, whose loss is returned)."""
         loss = self._evaluate(closure)
-        for i, group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
+        for group, p, g in self._gradients():  # (g: the gradient with maximize and weight decay applied)
             if group["momentum"]:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
