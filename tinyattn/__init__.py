@@ -16,11 +16,12 @@ if int(_np.__version__.split(".")[0]) < 2:
     # NEP 50, as torch does: a Python number never widens a tensor.
     raise ImportError(f"tinyattn needs NumPy >= 2.0 (found {_np.__version__}): pip install 'numpy>=2'")
 
-from . import accelerator, amp, autograd, backends, cuda, distributed, func, jit, nn, onnx, optim, utils
+from . import accelerator, amp, autograd, backends, compiler, cuda, distributed, func, jit, nn, onnx, optim, utils
 from .amp import autocast
 from .autograd import *  # noqa: F403  (the tensors, factories, dtypes, devices and functions)
 from .autograd import __all__ as _autograd_all
 from .autograd.tensor_api import einsum  # noqa: F401
+from .compiler import compile
 from .func import vmap
 from .serialization import load, save
 
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     *(name for name in _autograd_all if name not in ("Context", "LeafNode", "Node", "unbroadcast", "backward",
                                                     "default_generator")),
-    "accelerator", "amp", "autocast", "autograd", "backends", "bool", "cuda", "distributed", "float", "func", "int",
+    "accelerator", "amp", "autocast", "autograd", "backends", "bool", "compile", "compiler", "cuda", "distributed",
+    "float", "func", "int",
     "jit", "load", "nn", "onnx", "optim", "save", "utils", "vmap",
 ]

@@ -51,6 +51,7 @@ CASES = [
     ("sin_cos", lambda lib, x: x.sin() * x.cos() * x),
     ("relu_abs_clamp", lambda lib, x: x.relu() * x + x.abs() * x + x.clamp(-0.5, 0.7) * x),
     ("erf", lambda lib, x: lib.erf(x) * x),
+    ("log1p_expm1", lambda lib, x: (x * x).log1p() * x.expm1()),
     ("gelu", lambda lib, x: lib.nn.functional.gelu(x)),
     ("gelu_tanh", lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh")),
     ("masked_fill_where", lambda lib, x: x.masked_fill(x > 0.5, 2.0) * x + lib.where(x > 0, x * x, x.exp())),

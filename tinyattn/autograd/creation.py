@@ -291,9 +291,11 @@ def randint(
     device: Any = None, requires_grad: bool = False,
 ) -> Tensor:
     """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``."""
-    if size is None:  # randint(high, size): torch's first overload
+    if high is None:  # randint(high, size=...): torch's first overload, the size given by name
+        low, high = 0, low
+    elif size is None:  # randint(high, size): the same, the size given in place
         low, high, size = 0, low, high
-    if high is None or size is None:
+    if size is None:
         raise TypeError("randint: expected randint(high, size) or randint(low, high, size)")
     if high <= low:
         raise RuntimeError(f"randint: random_ expects 'from' < 'to', got from={low} >= to={high}")

@@ -26,7 +26,7 @@ __all__ = [
     "cumsum", "diag", "divide", "floor", "ge", "greater", "greater_equal", "gt", "index_fill", "index_select", "le",
     "less", "less_equal", "lt", "matrix_power", "maximum", "minimum", "multiply", "mv", "not_equal", "prod", "ravel",
     "reciprocal", "round", "scatter", "sign", "subtract", "swapdims", "true_divide", "trunc", "unique",
-    "logsumexp",
+    "logsumexp", "log1p", "expm1", "log10", "log2", "lerp",
 ]
 
 
@@ -74,6 +74,31 @@ def exp(input: Tensor) -> Tensor:
 def log(input: Tensor) -> Tensor:
     """Natural logarithm."""
     return _tensor("log", input).log()
+
+
+def log1p(input: Tensor) -> Tensor:
+    """``log(1 + input)``, exact where ``input`` is tiny."""
+    return _tensor("log1p", input).log1p()
+
+
+def expm1(input: Tensor) -> Tensor:
+    """``exp(input) - 1``, exact where ``input`` is tiny."""
+    return _tensor("expm1", input).expm1()
+
+
+def log10(input: Tensor) -> Tensor:
+    """Logarithm to base 10."""
+    return _tensor("log10", input).log10()
+
+
+def log2(input: Tensor) -> Tensor:
+    """Logarithm to base 2."""
+    return _tensor("log2", input).log2()
+
+
+def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``."""
+    return _tensor("lerp", input).lerp(end, weight)
 
 
 def sqrt(input: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ spelling.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -22,10 +23,13 @@ from .core.checks import normalize_dim
 from .core.ops.elementwise import (
     Abs,
     Add,
+    Copy,
     Cos,
     Div,
     Exp,
+    Expm1,
     Log,
+    Log1p,
     MaskedFill,
     Mul,
     Neg,
@@ -37,7 +41,7 @@ from .core.ops.elementwise import (
     Tanh,
     Where,
 )
-from .core.ops.shape import SetItem, gather_index
+from .core.ops.shape import SetItem, Triangle, gather_index
 from .creation import multinomial
 
 if TYPE_CHECKING:
@@ -295,6 +299,46 @@ class TensorMath:
     def cos_(self: Tensor) -> Tensor:
         """``cos``, in place."""
         return self._in_place("cos_", Cos)
+
+    def log1p(self: Tensor) -> Tensor:
+        """``log(1 + self)``, exact where ``self`` is tiny (one op, ``Log1p``)."""
+        return Log1p.apply(self)
+
+    def expm1(self: Tensor) -> Tensor:
+        """``exp(self) - 1``, exact where ``self`` is tiny (one op, ``Expm1``)."""
+        return Expm1.apply(self)
+
+    def log10(self: Tensor) -> Tensor:
+        """``log(self) / log(10)``."""
+        return self.log() / math.log(10.0)
+
+    def log2(self: Tensor) -> Tensor:
+        """``log(self) / log(2)``."""
+        return self.log() / math.log(2.0)
+
+    def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
+        """``self + weight * (end - self)``: from ``self`` towards ``end`` by ``weight``."""
+        return self + weight * (end - self)
+
+    def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
+        """``lerp``, in place (an exponential moving average: ``ema.lerp_(p, 1 - decay)``)."""
+        return self._in_place("lerp_", Copy, self.lerp(end, weight))
+
+    def log1p_(self: Tensor) -> Tensor:
+        """``log1p``, in place."""
+        return self._in_place("log1p_", Log1p)
+
+    def expm1_(self: Tensor) -> Tensor:
+        """``expm1``, in place."""
+        return self._in_place("expm1_", Expm1)
+
+    def tril_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+        """``tril``, in place."""
+        return self._in_place("tril_", Triangle, upper=False, diagonal=diagonal)
+
+    def triu_(self: Tensor, diagonal: builtins.int = 0) -> Tensor:
+        """``triu``, in place."""
+        return self._in_place("triu_", Triangle, upper=True, diagonal=diagonal)
 
     def logsumexp(self: Tensor, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         """``log(sum(exp(self), dim))``, computed stably: the largest element taken out first (a constant)."""

@@ -1,11 +1,20 @@
 """tinyattn.nn: modules, layers, losses and multi-head attention."""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ParameterDict, ParameterList
-from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
-from .layers import GELU, Dropout, Embedding, LayerNorm, Linear, ReLU
+from .conv import (
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .layers import GELU, Dropout, Dropout2d, Embedding, LayerNorm, Linear, ReLU
 from .losses import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -18,6 +27,7 @@ from .losses import (
     SmoothL1Loss,
 )
 from .module import Module, ModuleDict, ModuleList, Sequential
+from .parallel import DataParallel
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .small_layers import (
@@ -42,7 +52,8 @@ from .utils import clip_grad_norm_
 __all__ = [
     "ELU", "HuberLoss", "LeakyReLU", "SmoothL1Loss", "Softplus",
     "BatchNorm1d", "BatchNorm2d",
-    "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "ConvTranspose1d", "ConvTranspose2d",
+    "DataParallel", "Dropout2d", "parallel",
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "Flatten",
     "Identity",

@@ -92,6 +92,53 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def _conv_transpose(op: str, k: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+                    padding: Any, output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    """The transpose of a convolution (the map its backward applies to the input's gradient), as a convolution:
+    the input spread out ``stride`` apart, padded by ``dilation * (kernel - 1)`` and cropped by ``padding``, then
+    convolved with the kernel flipped and its in and out channels swapped."""
+    x, batched = _batched(op, input, k)
+    if groups != 1:
+        raise NotImplementedError(f"{op}: groups={groups} is not implemented in tinyattn (only groups=1)")
+    if weight.ndim != k + 2 or weight.shape[0] != x.shape[1]:
+        raise RuntimeError(f"{op}: expected weight of shape ({x.shape[1]}, out_channels, *kernel) for input "
+                           f"{tuple(input.shape)}, got {tuple(weight.shape)}")
+    kernel = tuple(weight.shape[2:])
+    stride, padding = _tuple("stride", stride, k), _tuple("padding", padding, k)
+    output_padding, dilation = _tuple("output_padding", output_padding, k), _tuple("dilation", dilation, k)
+    for extra, s, d in zip(output_padding, stride, dilation):
+        if extra >= max(s, d):
+            raise ValueError(f"{op}: output padding must be smaller than either stride or dilation, got "
+                             f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
+    size = [(n - 1) * s + 1 + 2 * d * (kk - 1) + e
+            for n, s, d, kk, e in zip(x.shape[2:], stride, dilation, kernel, output_padding)]
+    spread = Tensor._make(np.zeros(tuple(x.shape[:2]) + tuple(size), dtype=x.dtype))
+    places = tuple(slice(d * (kk - 1), d * (kk - 1) + (n - 1) * s + 1, s)
+                   for n, s, d, kk in zip(x.shape[2:], stride, dilation, kernel))
+    spread[(slice(None), slice(None)) + places] = x  # the input, stride apart, with room for the kernel around it
+    spread = spread[(slice(None), slice(None)) + tuple(slice(p, n - p) for p, n in zip(padding, size))]
+    flipped = weight.transpose(0, 1).flip(tuple(range(2, k + 2)))
+    out = _conv(op, k, spread, flipped, bias, 1, 0, dilation, 1)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The transposed 1-D convolution (a "deconvolution"): ``weight (C_in, C_out, k)``."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The transposed 2-D convolution (a "deconvolution", a decoder's upsampling).
+
+    ``weight (C_in, C_out, kH, kW)``; ``H_out = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
+    output_padding + 1``."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
 def _out_size(n: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool) -> int:
     span = n + 2 * padding - dilation * (kernel - 1) - 1
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
@@ -222,6 +269,65 @@ class Conv1d(_ConvNd):
 
 class Conv2d(_ConvNd):
     """A 2-D convolution: ``(N, C_in, H, W) -> (N, C_out, H_out, W_out)`` (see ``conv2d``)."""
+
+    k = 2
+
+
+class _ConvTransposeNd(Module):
+    k = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if groups != 1:
+            raise NotImplementedError(f"groups={groups} is not implemented in tinyattn (only groups=1)")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _tuple("kernel_size", kernel_size, self.k)
+        self.stride, self.padding = _tuple("stride", stride, self.k), _tuple("padding", padding, self.k)
+        self.output_padding = _tuple("output_padding", output_padding, self.k)
+        self.dilation, self.groups, self.padding_mode = _tuple("dilation", dilation, self.k), groups, padding_mode
+        dtype = float_dtype(dtype, device)
+        fan_in = out_channels * math.prod(self.kernel_size)  # (torch's: the weight's dim 1 times the kernel)
+        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+        self.weight = Parameter(np.empty((in_channels, out_channels, *self.kernel_size), dtype=dtype))
+        init.uniform_(self.weight, -bound, bound)
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``(N, in_channels, *spatial) -> (N, out_channels, *out)``."""
+        if output_size is not None:
+            raise NotImplementedError(f"{type(self).__name__}: output_size is not implemented in tinyattn; pass "
+                                      "output_padding to the constructor instead")
+        return _conv_transpose(f"conv_transpose{self.k}d", self.k, input, self.weight, self.bias, self.stride,
+                               self.padding, self.output_padding, self.groups, self.dilation)
+
+    def extra_repr(self) -> str:
+        """``ConvTranspose2d(16, 8, kernel_size=(3, 3), stride=(2, 2))``, as torch prints it."""
+        out = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self.k:
+            out += f", padding={self.padding}"
+        if self.output_padding != (0,) * self.k:
+            out += f", output_padding={self.output_padding}"
+        if self.dilation != (1,) * self.k:
+            out += f", dilation={self.dilation}"
+        return out + ("" if self.bias is not None else ", bias=False")
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """A transposed 1-D convolution: ``(N, C_in, L) -> (N, C_out, L_out)`` (see ``conv_transpose1d``)."""
+
+    k = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """A transposed 2-D convolution: ``(N, C_in, H, W) -> (N, C_out, H_out, W_out)`` (see ``conv_transpose2d``)."""
 
     k = 2
 

@@ -26,7 +26,16 @@ from ..autograd.core.checks import broadcast_shapes, broadcasts_to
 from ..autograd.core.ops.elementwise import GELUFn, ReLUFn
 from ..autograd.core.ops.flash_attention import FlashAttention, PackedFlashAttention
 from ..autograd.core.ops.matmul import LinearFn
-from .conv import avg_pool1d, avg_pool2d, conv1d, conv2d, max_pool1d, max_pool2d  # (conv.py)
+from .conv import (  # (conv.py)
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    max_pool1d,
+    max_pool2d,
+)
 from .losses import (  # the losses live in losses.py, compositions of the ops
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -181,6 +190,40 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         return input * 0.0  # zeros that keep the graph (and the dtype)
     keep = default_generator().random(input.shape) >= p
     return input * (keep / (1.0 - p)).astype(input.dtype)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only).
+
+    Each ``(n, c)`` feature map of an ``(N, C, H, W)`` input (or ``(C, H, W)``) is kept or dropped as one."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"dropout2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                           f"{tuple(input.shape)}")
+    if not training or p == 0.0:
+        return input
+    channels = tuple(input.shape[:-2]) + (1, 1)  # one draw per feature map, broadcast over H and W
+    keep = default_generator().random(channels) >= p
+    scale = (keep / (1.0 - p)).astype(input.dtype) if p < 1.0 else np.zeros(channels, input.dtype)
+    if inplace:
+        return input.mul_(Tensor._make(scale))
+    return input * scale
+
+
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """Root-mean-square normalisation: ``input / sqrt(mean(input², last dims) + eps) * weight``.
+
+    Over the last ``len(normalized_shape)`` dims; ``eps=None``: the dtype's machine epsilon, as torch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    if tuple(input.shape[input.ndim - n:]) != shape:
+        raise RuntimeError(f"rms_norm: expected input with shape [*, {', '.join(map(str, shape))}], but got input "
+                           f"of size {tuple(input.shape)}")
+    eps = float(np.finfo(input.dtype).eps) if eps is None else eps
+    dims = tuple(range(-n, 0))
+    y = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
 
 
 def layer_norm(
@@ -464,4 +507,5 @@ __all__ = [
     "softmax",
     "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "cosine_similarity", "elu", "huber_loss", "leaky_relu",
     "max_pool1d", "max_pool2d", "normalize", "pad", "sigmoid", "smooth_l1_loss", "softplus", "tanh",
+    "conv_transpose1d", "conv_transpose2d", "dropout2d", "rms_norm",
 ]

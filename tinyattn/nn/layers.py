@@ -19,7 +19,7 @@ class Linear(Module):
     """``y = x W^T + b`` with ``weight (out_features, in_features)``; init U(+-1/sqrt(in)) as torch."""
 
     def __init__(
-        self, in_features: int, out_features: int, bias: bool = True, *, device: Any = None, dtype: Any = None
+        self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
     ) -> None:
         super().__init__()
         dtype = float_dtype(dtype, device)
@@ -138,6 +138,26 @@ class Dropout(Module):
     def extra_repr(self) -> str:
         """Constructor arguments."""
         return f"p={self.p}"
+
+
+class Dropout2d(Module):
+    """Zero whole channels (feature maps) with probability ``p`` in training, the rest scaled by ``1/(1-p)``.
+
+    In eval, the identity (see ``F.dropout2d``)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Same shape in and out: ``(N, C, H, W)`` or ``(C, H, W)``."""
+        return F.dropout2d(x, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        """Constructor arguments."""
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class ReLU(Module):

@@ -59,6 +59,18 @@ class Module:
             self._buffers[name] = value
         object.__setattr__(self, name, value)
 
+    def __delattr__(self, name: str) -> None:
+        """``del module.weight``: the attribute, and the parameter, buffer or submodule it was, are gone (as torch:
+        a plain tensor may then take its name, as weight normalisation and pruning do)."""
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent.discard(name)
+        object.__delattr__(self, name)
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """torch's ``Module.compile()``: there is no compiler in tinyattn, so the module runs as it is."""
+
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register ``param`` under ``name``; ``None`` records an absent parameter (e.g. no bias)."""
         self._parameters[name] = param

@@ -174,14 +174,7 @@ class RMSNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Same shape in and out; normalised over the last ``len(normalized_shape)`` dims."""
-        n = len(self.normalized_shape)
-        if tuple(x.shape[-n:]) != self.normalized_shape:
-            raise RuntimeError(f"RMSNorm: expected input with shape [*, {', '.join(map(str, self.normalized_shape))}]"
-                               f", but got input of size {tuple(x.shape)}")
-        eps = float(np.finfo(x.dtype).eps) if self.eps is None else self.eps
-        dims = tuple(range(-n, 0))
-        y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
-        return y * self.weight if self.weight is not None else y
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         """``RMSNorm((3,), eps=None, elementwise_affine=True)``, as torch prints it."""

@@ -24,7 +24,9 @@ class Adam(Optimizer):
         p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
 
     With ``amsgrad`` the largest ``v`` so far replaces ``v`` in the step; with ``maximize``
-    ``g`` starts from ``-grad``; with ``decoupled_weight_decay`` it is AdamW.
+    ``g`` starts from ``-grad``; with ``decoupled_weight_decay`` it is AdamW. ``foreach``, ``fused``,
+    ``capturable`` and ``differentiable`` choose how torch runs the same update on a GPU: accepted, and the
+    update is this one whatever they say.
     """
 
     def __init__(
@@ -36,7 +38,11 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
         self._check_non_negative(("learning rate", lr), ("epsilon value", eps), ("weight_decay value", weight_decay))
@@ -96,7 +102,12 @@ class AdamW(Adam):
         weight_decay: float = 1e-2,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize, decoupled_weight_decay=True)
+                         foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True)

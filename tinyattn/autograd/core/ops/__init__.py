@@ -1,7 +1,7 @@
 """Every op of tinyattn, each a ``Function`` on arrays with its forward and backward side by side.
 
 - ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
-- ``elementwise.py``: ``Erf Sin Cos Clamp Clone Copy``
+- ``elementwise.py``: ``Erf Sin Cos Clamp Clone Copy Log1p Expm1``
 - ``matmul.py``: ``MatMul LinearFn Einsum``
 - ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather SetItem``

@@ -250,6 +250,54 @@ class Log(Function):
         return tx / x
 
 
+class Log1p(Function):
+    """``out = log(1 + x)``, exact for tiny ``x``;  ``dx = dout / (1 + x)``;  jvp ``tout = tx / (1 + x)``."""
+
+    formula = "{out} = log(1 + {0})"
+    grad_formulas = ("d{0} = d{out} / (1 + {0})",)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
+        ctx.save_for_backward(x)
+        return np.log1p(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (x,) = ctx.saved_tensors
+        return (grad_output / (1 + x),)
+
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,), (x,) = tangents, inputs
+        return tx / (1 + x)
+
+
+class Expm1(Function):
+    """``out = exp(x) - 1``, exact for tiny ``x``;  ``dx = dout * (out + 1)``;  jvp ``tout = tx * (out + 1)``."""
+
+    formula = "{out} = exp({0}) − 1"
+    grad_formulas = ("d{0} = d{out} ⊙ ({out} + 1)",)
+    saved_output = 0  # (saved: out)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        x = _floating(x)
+        out = np.expm1(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
+        (out,) = ctx.saved_tensors
+        return (grad_output * (out + 1),)
+
+    @staticmethod
+    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
+        (tx,) = tangents
+        return tx * (out + 1)
+
+
 class Sqrt(Function):
     """``out = sqrt(x)``;  ``dx = dout / (2 * out)``;  jvp ``tout = tx / (2 * out)``."""
 
