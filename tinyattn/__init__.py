@@ -16,7 +16,22 @@ if int(_np.__version__.split(".")[0]) < 2:
     # NEP 50, as torch does: a Python number never widens a tensor.
     raise ImportError(f"tinyattn needs NumPy >= 2.0 (found {_np.__version__}): pip install 'numpy>=2'")
 
-from . import accelerator, amp, autograd, backends, compiler, cuda, distributed, func, jit, nn, onnx, optim, utils
+from . import (
+    accelerator,
+    amp,
+    autograd,
+    backends,
+    compiler,
+    cuda,
+    distributed,
+    distributions,
+    func,
+    jit,
+    nn,
+    onnx,
+    optim,
+    utils,
+)
 from .amp import autocast
 from .autograd import *  # noqa: F403  (the tensors, factories, dtypes, devices and functions)
 from .autograd import __all__ as _autograd_all
@@ -36,6 +51,7 @@ __all__ = [
     *(name for name in _autograd_all if name not in ("Context", "LeafNode", "Node", "unbroadcast", "backward",
                                                     "default_generator")),
     "accelerator", "amp", "autocast", "autograd", "backends", "bool", "compile", "compiler", "cuda", "distributed",
+    "distributions",
     "float", "func", "int",
     "jit", "load", "nn", "onnx", "optim", "save", "utils", "vmap",
 ]
