@@ -96,3 +96,15 @@ def test_randint_linear_delattr_compile_dataparallel_and_fused_adamw_as_torch():
         return x * 2
 
     assert double(ta.tensor([1.0])).item() == 2.0 and ta.compile(double) is double
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.ones(2).to_sparse(), lambda lib: lib.sparse_coo_tensor([[0]], [1.0], (2,)),
+    lambda lib: lib.view_as_complex(lib.ones(2, 2)), lambda lib: lib.complex(lib.ones(1), lib.ones(1)),
+], ids=["to_sparse", "sparse_coo_tensor", "view_as_complex", "complex"])
+def test_complex_and_sparse_tensors_are_refused_with_a_reason_where_torch_makes_them(call):
+    """torch makes each of these; tinyattn, real and dense, refuses each with one clear error, never a value."""
+    call(torch)
+    with pytest.raises(NotImplementedError, match="(sparse|complex) tensors are not supported in tinyattn"):
+        call(ta)
+    assert ta.ones(2).is_sparse is False and ta.ones(2).is_complex() is False

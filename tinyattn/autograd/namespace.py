@@ -12,7 +12,7 @@ import numpy as np
 
 from .core.ops.elementwise import Add, Div, Mul, Neg, Sub
 from .tensor import Tensor
-from .tensor_api import einsum
+from .tensor_api import NO_COMPLEX, NO_SPARSE, einsum
 
 __all__ = [
     "abs", "add", "allclose", "amax", "amin", "argmax", "argmin", "argsort", "bmm", "clamp", "clip", "clone",
@@ -27,6 +27,7 @@ __all__ = [
     "less", "less_equal", "lt", "matrix_power", "maximum", "minimum", "multiply", "mv", "not_equal", "prod", "ravel",
     "reciprocal", "round", "scatter", "sign", "subtract", "swapdims", "true_divide", "trunc", "unique",
     "logsumexp", "log1p", "expm1", "log10", "log2", "lerp",
+    "complex", "polar", "sparse_coo_tensor", "sparse_csr_tensor", "view_as_complex", "view_as_real",
 ]
 
 
@@ -691,3 +692,40 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed stably."""
     return _tensor("logsumexp", input).logsumexp(dim, keepdim)
+
+
+# -- what a real, dense NumPy library cannot be: refused, each with its reason (docs/coverage.md) ------------
+
+
+def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None, device: Any = None,
+                      pin_memory: bool = False, requires_grad: bool = False, check_invariants: Any = None,
+                      is_coalesced: Any = None) -> Tensor:
+    """Refused: tinyattn has no sparse tensors."""
+    raise NotImplementedError(NO_SPARSE)
+
+
+def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
+                      device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants: Any = None) -> Tensor:
+    """Refused: tinyattn has no sparse tensors."""
+    raise NotImplementedError(NO_SPARSE)
+
+
+def view_as_complex(input: Any) -> Tensor:
+    """Refused: tinyattn has no complex tensors."""
+    raise NotImplementedError(NO_COMPLEX)
+
+
+def view_as_real(input: Any) -> Tensor:
+    """Refused: tinyattn has no complex tensors."""
+    raise NotImplementedError(NO_COMPLEX)
+
+
+def complex(real: Any, imag: Any) -> Tensor:
+    """Refused: tinyattn has no complex tensors."""
+    raise NotImplementedError(NO_COMPLEX)
+
+
+def polar(abs: Any, angle: Any) -> Tensor:
+    """Refused: tinyattn has no complex tensors."""
+    raise NotImplementedError(NO_COMPLEX)

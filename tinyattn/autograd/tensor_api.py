@@ -99,6 +99,12 @@ def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     return (None if dtype is None else as_dtype(dtype)), bool(kwargs.get("copy", False))
 
 
+NO_SPARSE = ("sparse tensors are not supported in tinyattn: every tensor is a dense NumPy array (keep the dense "
+             "tensor; its values and gradients are the same)")
+NO_COMPLEX = ("complex tensors are not supported in tinyattn: every tensor is real (keep the real and imaginary parts "
+              "as two real tensors, or a trailing dim of 2)")
+
+
 class TensorAPI:
     """torch's Tensor methods around the core: ``to``, ``device``, ``long()``, ``t()``, ``sin``, ``topk``..."""
 
@@ -429,6 +435,23 @@ class TensorAPI:
     def bool(self: Tensor) -> Tensor:
         """Cast to bool: True where nonzero (no gradient flows through)."""
         return self.to(np.bool_)
+
+    def is_complex(self: Tensor) -> builtins.bool:
+        """False: tinyattn has no complex tensors."""
+        return False
+
+    @property
+    def is_sparse(self: Tensor) -> builtins.bool:
+        """False: tinyattn's tensors are all dense."""
+        return False
+
+    def to_sparse(self: Tensor, sparseDims: Any = None) -> Tensor:  # noqa: N803  (torch's name)
+        """Refused: tinyattn has no sparse tensors (``NO_SPARSE``)."""
+        raise NotImplementedError(NO_SPARSE)
+
+    def to_sparse_csr(self: Tensor, dense_dim: Any = None) -> Tensor:
+        """Refused: tinyattn has no sparse tensors (``NO_SPARSE``)."""
+        raise NotImplementedError(NO_SPARSE)
 
     def is_floating_point(self: Tensor) -> builtins.bool:
         """True for a float dtype."""
