@@ -73,6 +73,14 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
      "With `create_graph=True` each backward formula runs on tensors, recorded as ops, so its result can be "
      "differentiated again (the notebook `05_gradients_of_gradients.ipynb`).",
      [("tinyattn/autograd/higher_order.py", "def backward_graph(", "a backward recorded as ops")]),
+    ("Forward mode: the other direction",
+     "Each op also states its `jvp`, the tangent of its output from its inputs' tangents (`J t`, a column of the "
+     "Jacobian, where backward gives `vᵀ J`, a row): softmax's is `tY = Y ⊙ (tX − rowsum(tX ⊙ Y))`. Inside "
+     "`forward_ad.dual_level()` every op applies it (the notebook `06_forward_and_reverse_mode.ipynb`).",
+     [("tinyattn/autograd/core/ops/softmax.py", "return out * (tx - (tx * out).sum(axis=d, keepdims=True))",
+       "softmax's jvp"),
+      ("tinyattn/autograd/core/ops/matmul.py", "return ta @ b + a @ tb", "matmul's jvp, the product rule"),
+      ("tinyattn/autograd/forward_ad.py", "def _apply_with_tangents(", "each op's value, then its tangent")]),
 ]
 
 
