@@ -140,3 +140,14 @@ def test_refusals_are_torchs(call, message):
     for lib in (ta, torch):
         with pytest.raises((RuntimeError, ValueError), match=message):
             call(lib, lib.func)
+
+
+def test_jacfwd_of_jacfwd_is_the_hessian_as_torchs():
+    """Forward mode has one level at a time here: the inner jacfwd computes the same Jacobian by reverse mode."""
+    def program(lib, F, rng):
+        x = lib.tensor(rng.standard_normal(4))
+        f = lambda t: (t.sin() * t.exp()).sum() + (t.softmax(0) * t).sum()  # noqa: E731
+        return F.jacfwd(F.jacfwd(f))(x), F.hessian(f)(x)
+
+    ours, theirs = _both(program, 5)
+    _same(ours, theirs)

@@ -108,3 +108,40 @@ def test_complex_and_sparse_tensors_are_refused_with_a_reason_where_torch_makes_
     with pytest.raises(NotImplementedError, match="(sparse|complex) tensors are not supported in tinyattn"):
         call(ta)
     assert ta.ones(2).is_sparse is False and ta.ones(2).is_complex() is False
+
+
+def test_a_timer_times_a_statement_as_torchs_benchmark_timer():
+    counter = {"runs": 0}
+
+    def work():
+        counter["runs"] += 1
+
+    import torch.utils.benchmark as torch_benchmark
+
+    import tinyattn.utils.benchmark as ta_benchmark
+
+    for benchmark in (ta_benchmark, torch_benchmark):
+        counter["runs"] = 0
+        measurement = benchmark.Timer(stmt="work()", globals={"work": work}).timeit(50)
+        assert counter["runs"] >= 50 and len(measurement.times) == 1 and 0 < measurement.times[0] < 0.01
+        assert "work()" in repr(measurement)
+
+
+def test_the_older_backward_hook_warns_and_sees_the_inputs_gradient_of_a_one_op_module_as_torch():
+    seen = {}
+    for lib in (ta, torch):
+        layer = lib.nn.Linear(3, 2).double()
+        x = lib.ones(4, 3, dtype=lib.float64, requires_grad=True)
+        seen[lib] = []
+        layer.register_backward_hook(lambda m, gi, go, lib=lib: seen[lib].append(tuple(gi[0].shape)))
+        layer(x).sum().backward()
+    assert seen[ta] == [(4, 3)] and len(seen[torch]) == 1
+
+
+def test_reflected_add_and_mul_record_the_tensor_first_as_torch():
+    """``2 * b`` is ``b * 2`` in the graph: next_functions starts with b's node (a tutorial walks it)."""
+    for lib in (ta, torch):
+        b = lib.ones(2, requires_grad=True).sin()
+        for out in (2 * b, 2 + b):
+            first, second = out.grad_fn.next_functions
+            assert first[0] is b.grad_fn and second[0] is None

@@ -300,10 +300,14 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
            randomness: str = "error") -> Callable[..., Any]:
     """A function that returns ``func``'s Jacobian with respect to ``args[argnums]``, by forward mode.
 
-    One forward pass per input element (a column); each block has shape ``output.shape + input.shape``."""
+    One forward pass per input element (a column); each block has shape ``output.shape + input.shape``. Inside
+    another forward transform (``jacfwd(jacfwd(f))``: forward mode has one level at a time here), the same
+    Jacobian is computed by reverse mode, ``jacrev``, whose backward passes carry the outer level's tangents."""
 
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
+        if forward_ad._level is not None:
+            return jacrev(func, argnums, has_aux=has_aux)(*args)
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         wrt_trees = [args[n] for n in nums]
         wrt, wrt_spec = _flatten(wrt_trees)

@@ -131,3 +131,13 @@ def test_refusals_name_what_is_wrong():
         with pytest.raises(RuntimeError, match="dropout_p > 0 has no jvp"):
             q = fwAD.make_dual(ta.ones(1, 2, 3, dtype=ta.float64), ta.ones(1, 2, 3, dtype=ta.float64))
             ta.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+
+
+def test_make_dual_keeps_the_tangent_itself_when_its_dtype_is_the_primals():
+    tangent = ta.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(ta.tensor([0.5, 0.5]), tangent)
+        assert fwAD.unpack_dual(dual).tangent is tangent
+        other = fwAD.make_dual(ta.tensor([0.5, 0.5], dtype=ta.float64), tangent)  # (another dtype: a cast copy)
+        assert fwAD.unpack_dual(other).tangent is not tangent
+        assert fwAD.unpack_dual(other).tangent.dtype == ta.float64

@@ -100,7 +100,11 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
                            f"Tensor, this is not supported. Tensor is of size {list(tensor.shape)} while the given "
                            f"forward gradient is of size {list(tangent.shape)}.")
     dual = view_op(Reshape, tensor, shape=tensor.shape)  # (a view: the same memory and history)
-    _carry(dual, np.asarray(tangent.array, dtype=tensor.dtype))
+    if tangent.dtype == tensor.dtype:  # the tangent itself, as torch keeps it
+        dual._fw_tangent = tangent
+        _carriers.append(weakref.ref(dual))
+    else:
+        _carry(dual, np.asarray(tangent.array, dtype=tensor.dtype))
     return dual
 
 

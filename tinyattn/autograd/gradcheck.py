@@ -55,12 +55,21 @@ def gradcheck(
     rtol: float = 1e-3,
     raise_exception: bool = True,
     seed: int = 0,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
     check_forward_ad: bool = False,
     check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
 ) -> bool:
     """Check ``func``'s derivatives against finite differences for every input that requires grad.
 
-    ``check_backward_ad`` (the default) checks backward; ``check_forward_ad`` checks forward mode.
+    ``check_backward_ad`` (the default) checks backward; ``check_forward_ad`` checks forward mode. torch's other
+    options (``nondet_tol``, ``check_undefined_grad``, ``check_batched_grad``, ``fast_mode``...) are accepted; the
+    check is always the full, element by element one.
     Returns True; on a mismatch raises ``GradcheckError`` naming the input
     position and its three worst elements with both values (or returns False when
     ``raise_exception=False``). ``func`` may return one tensor or a tuple of them.

@@ -7,6 +7,7 @@ then walk the tree of modules.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator
 
@@ -125,6 +126,15 @@ class Module:
 
         Gradients it returns replace them."""
         return module_hooks.add(self, "backward_pre", hook, prepend)
+
+    def register_backward_hook(self, hook: Any) -> hooks.RemovableHandle:
+        """torch's older backward hook, deprecated there: registered here as ``register_full_backward_hook``.
+
+        torch's gives the gradients of the inputs of the module's last op; the full hook gives those of the
+        module's own inputs, which is what the two agree on for a module of one op."""
+        warnings.warn("register_backward_hook is deprecated (as in torch): registered as register_full_backward_hook, "
+                      "whose grad_input holds the gradients of the module's inputs", FutureWarning, stacklevel=2)
+        return self.register_full_backward_hook(hook)
 
     def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> hooks.RemovableHandle:
         """Run ``hook(module, grad_input, grad_output)`` once the gradients of the module's inputs are known.

@@ -1,5 +1,6 @@
-"""``tinyattn.utils``: ``data`` (datasets and loaders), ``tensorboard`` (its name, refused with a reason)."""
+"""``tinyattn.utils``: ``data`` (datasets and loaders), ``benchmark`` (a ``Timer``), ``tensorboard`` (its name,
+refused with a reason)."""
 
-from . import data, tensorboard
+from . import benchmark, data, tensorboard
 
-__all__ = ["data", "tensorboard"]
+__all__ = ["benchmark", "data", "tensorboard"]

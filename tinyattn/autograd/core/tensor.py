@@ -131,7 +131,7 @@ class Tensor:
         return Add.apply(self, other)
 
     def __radd__(self: T, other: Any) -> T:
-        return Add.apply(other, self)
+        return Add.apply(self, other)  # (2 + x is x + 2: the tensor first, as torch records it)
 
     def __sub__(self: T, other: Any) -> T:
         return Sub.apply(self, other)
@@ -143,7 +143,7 @@ class Tensor:
         return Mul.apply(self, other)
 
     def __rmul__(self: T, other: Any) -> T:
-        return Mul.apply(other, self)
+        return Mul.apply(self, other)  # (2 * x is x * 2: the tensor first, as torch records it)
 
     def __truediv__(self: T, other: Any) -> T:
         return Div.apply(self, other)
