@@ -151,3 +151,17 @@ def test_jacfwd_of_jacfwd_is_the_hessian_as_torchs():
 
     ours, theirs = _both(program, 5)
     _same(ours, theirs)
+
+
+def test_functionalize_gives_the_same_results_as_torchs():
+    def program(lib, F, rng):
+        def f(x):
+            y = x.clone()
+            y.mul_(2.0)
+            y.add_(1.0)
+            return y.tanh()
+
+        return F.functionalize(f)(lib.tensor(rng.standard_normal(4)))
+
+    ours, theirs = _both(program, 6)
+    _same(ours, theirs)

@@ -29,8 +29,8 @@ from .autograd.core.grad_mode import enable_grad
 from .autograd.engine import grad as autograd_grad
 from .autograd.tensor import Tensor, stack
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
-           "vjp", "vmap"]
+__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "stack_module_state", "vjp", "vmap"]
 
 
 # -- pytrees: nested tuples, lists and dicts with tensors (or anything else) at the leaves ---------------------
@@ -457,6 +457,15 @@ def _stacked_results(results: list[Any], out_dims: Any) -> Any:
             continue
         stacked.append(stack(pieces, d))
     return _unflatten(spec, stacked)
+
+
+def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Callable[..., Any]:
+    """Return ``func`` itself: torch's ``functionalize`` rewrites in-place ops as out-of-place ones for its
+    compilers, with the same results; tinyattn runs the program as written, so nothing needs rewriting."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. "
+                           "Valid options are:\n     remove='mutations'\n     remove='mutations_and_views'")
+    return func
 
 
 # -- modules ------------------------------------------------------------------------------------------------------
