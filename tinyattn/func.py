@@ -460,8 +460,10 @@ def _stacked_results(results: list[Any], out_dims: Any) -> Any:
 
 
 def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Callable[..., Any]:
-    """Return ``func`` itself: torch's ``functionalize`` rewrites in-place ops as out-of-place ones for its
-    compilers, with the same results; tinyattn runs the program as written, so nothing needs rewriting."""
+    """Return ``func`` itself, unchanged.
+
+    torch's ``functionalize`` rewrites in-place ops as out-of-place ones for its compilers, with the same results;
+    tinyattn runs the program as written, so nothing needs rewriting."""
     if remove not in ("mutations", "mutations_and_views"):
         raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. "
                            "Valid options are:\n     remove='mutations'\n     remove='mutations_and_views'")

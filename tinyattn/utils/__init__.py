@@ -1,5 +1,7 @@
-"""``tinyattn.utils``: ``data`` (datasets and loaders), ``benchmark`` (a ``Timer``), ``tensorboard`` (its name,
-refused with a reason)."""
+"""Utilities as torch's ``torch.utils``: ``data``, ``benchmark`` and ``tensorboard``.
+
+``data`` holds datasets and loaders, ``benchmark`` a ``Timer``, and ``tensorboard`` its name only, refused with a
+reason."""
 
 from . import benchmark, data, tensorboard
 
