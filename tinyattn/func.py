@@ -380,6 +380,10 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
     How it batches: a loop. Each sample is a view of the inputs (``select`` along its batch dim), ``func`` runs on
     it as written, and the outputs are stacked. That costs one call of ``func`` per sample (torch batches each op
     instead, so its cost grows less than linearly): a batch of 64 per-sample gradients is 64 backward passes here.
+    Measured by ``benchmarks/bench_vmap.py`` (per-sample gradients of a MultiheadAttention layer, E = 32, n = 8,
+    one thread): ``vmap(grad(f))`` takes 1.02 to 1.09 times a hand-written loop of ``grad(f)``; 10 times one
+    batched backward (which gives only the summed gradient) at 8 samples, 45 times at 64, 81 times at 256; and
+    2.4 times torch's ``vmap`` at 8 samples, 15 times at 64, 25 times at 256.
     The values, gradients through it and nesting (``vmap(grad(f))``, ``vmap(vmap(f))``) are torch's. Random ops
     inside: ``randomness="different"`` (and the default ``"error"``, which tinyattn does not enforce) draw anew for
     each sample; ``"same"`` draws the same for every sample. ``chunk_size`` is accepted and has no effect.
