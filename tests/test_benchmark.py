@@ -264,6 +264,13 @@ def test_bench_kv_cache_prints_both_rates_per_length():
     assert [r[0] for r in rows] == ["4", "6"] and all(r[3].endswith("x") for r in rows), out
 
 
+def test_bench_vmap_checks_the_three_ways_agree_and_prints_a_row_per_batch():
+    """The script asserts that vmap's per-sample gradients equal the hand loop's and sum to the batched one."""
+    out = run_benchmark("bench_vmap.py", "--batches", "2,3", "--rounds", "1", "--no-torch")
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s+\d+\s", line)]
+    assert [r[0] for r in rows] == ["2", "3"] and all(len(r) == 6 for r in rows), out
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="count_instructions needs valgrind")
 def test_instruction_counts_repeat_and_see_the_fused_path_do_less():
