@@ -23,14 +23,16 @@ def _honest_variants():
         for region in task_regions:
             for name, code in region_variants(files[region.path], region):
                 for variant in VARIANTS:
-                    yield task, f"{name} ({variant})", _honest(code, region.indent, variant)
+                    yield task, f"{name} ({variant})", _honest(code, region.indent, variant), (files[region.path],
+                                                                                              region)
 
 
 def test_no_honest_code_is_refused_by_its_task_s_default_policy():
+    """Read alone and in its file, as the grader reads it."""
     checked, refused = 0, []
-    for task, name, code in _honest_variants():
+    for task, name, code, where in _honest_variants():
         checked += 1
-        found = policy.check(code, policy.resolve(None, task))
+        found = policy.check(code, policy.resolve(None, task)) + policy.check(code, policy.resolve(None, task), where)
         if found:
             refused.append((task, name, found))
     assert checked >= 200 and refused == [], f"{len(refused)} of {checked} honest variants refused: {refused[:3]}"
@@ -147,7 +149,8 @@ def test_assign_writes_each_task_s_policy_and_tells_the_student(tmp_path):
     assert manifest["tasks"]["softmax_backward"]["policy"] == "derive"
     assert manifest["tasks"]["attention"]["policy"] == "open"
     readme = (out / "student" / "README_STUDENT.md").read_text()
-    assert "- `softmax_backward`: your code may not import" in readme and "differentiate numerically" in readme
+    assert "- `softmax_backward`: your code may use only its allow-list" in readme
+    assert "may not import" in readme and "differentiate numerically" in readme
     assert "- `attention`: your code may use anything" in readme
     with pytest.raises(commands.HomeworkError, match="not assigned: adam_step"):
         commands.assign(str(tmp_path / "other"), ["softmax_backward"], {"adam_step": "open"})

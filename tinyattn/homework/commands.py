@@ -436,7 +436,7 @@ def policy_rows(
         for region in regions[task]:
             for name, code in region_variants(files[region.path], region):
                 variants += 1
-                if policy.check(code, rule):
+                if policy.check(code, rule, (files[region.path], region)):
                     refused.append(name)
         detail = (f"{rule.name}: refuses none of {variants} honest variants (the reference, the common mistakes)"
                   if not refused else f"{rule.name} refuses honest code: {'; '.join(refused)}")
@@ -614,7 +614,7 @@ def grade(
             task_tests = [GradedTest(**t) for t in info["tests"]]
             rule = rules[task]
             refused = [r for region in regions[task] if region.key in reading.code
-                       for r in policy.check(reading.code[region.key], rule)]
+                       for r in policy.check(reading.code[region.key], rule, (files[region.path], region))]
             if refused:  # the code's first check: it does not run at all
                 message = policy.refusal_message(task, rule, refused)
                 run = TaskRun(outcomes={g.node_id: Outcome(False, feedback(g, message, "")) for g in task_tests},

@@ -300,6 +300,9 @@ def run_graded(
             run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
         else:
             want = reference.values(t.name, seed)  # (the reference failing is the grader's failure, not the test's)
+            if t.task in rules and not void.get(t.task):
+                void[t.task] = policy.large_wrong(rules[t.task], message["arrays"], want,
+                                                  reference.judges.matches_reference)
             try:
                 reference.judges.judge(t.name, message["arrays"], want)
                 run.outcomes[t.node_id] = Outcome(True, "")
@@ -309,6 +312,9 @@ def run_graded(
             except Exception as err:  # arrays no judge expected (forged, say): a failed test, never a crash
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, "the result could not be judged", ""))
                 run.log.append(f"{t.name}: the result could not be judged: {type(err).__name__}: {err}")
+    for t in tests:  # (a large input found wrong in one probe voids the tests judged before it, too)
+        if void.get(t.task) and run.outcomes[t.node_id].passed:
+            run.outcomes[t.node_id] = Outcome(False, feedback(t, void[t.task], ""))
     run.log += [reason for reason in void.values() if reason]
     return run
 

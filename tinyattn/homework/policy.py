@@ -27,11 +27,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import importlib.util
+import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from . import allowlist
+from .markers import Region, rewrite
 
 # What lets code reach anything by a name it builds: a policy that forbids imports forbids these too
 DYNAMIC = ("eval", "exec", "compile", "getattr", "setattr", "delattr", "globals", "locals", "vars", "__import__",
@@ -53,10 +60,17 @@ class Policy:
     attributes: tuple[str, ...] = ()
     calls: tuple[str, ...] | None = None
     numerical: bool = True  # may it differentiate numerically (False: a probe over its time budget voids the task)
+    allow_list: bool = False  # may it use only what ``allowlist.py`` lists (syntax, names, attributes, dtypes)
     why: str = ""  # what the policy is for, said to the student with every refusal
 
     def describe(self) -> str:
         """One line for the student: what this task's code may not do."""
+        if self.allow_list:
+            helpers = "".join(f", {name}" for name in self.calls or ())
+            said = ("may use only its allow-list (plain Python, NumPy's real-valued array functions, the inputs of "
+                    f"the function it is written in{helpers})")
+            said += "" if self.imports else "; may not import"
+            return said + ("" if self.numerical else "; may not differentiate numerically")
         parts = [] if self.imports else ["import"]
         parts += [] if self.dunder else ["use __dunder__ names"]
         parts += [] if self.complex_numbers else ["use complex numbers"]
@@ -66,6 +80,8 @@ class Policy:
             allowed = ", ".join(self.calls) or "none"
             parts.append(f"call the package's own functions (allowed: {allowed})")
         parts += [] if self.numerical else ["differentiate numerically"]
+        parts += ["use what is not on its allow-list (NumPy's array functions, the function's inputs, plain "
+                  "Python)"] if self.allow_list else []
         return "may not " + "; ".join(parts) if parts else "may use anything"
 
 
@@ -85,7 +101,7 @@ POLICIES: dict[str, Policy] = {
         why="the task's code uses only what its file gives it"),
     "derive": Policy(
         "derive", imports=False, dunder=False, complex_numbers=False, names=DYNAMIC + AUTOGRAD_NAMES,
-        attributes=AUTOGRAD_ATTRIBUTES, calls=("unbroadcast",), numerical=False,
+        attributes=AUTOGRAD_ATTRIBUTES, calls=("unbroadcast",), numerical=False, allow_list=True,
         why="a backward is derived and written out, not computed numerically or by another op's backward"),
 }
 
@@ -173,48 +189,232 @@ def _holds_complex(dtype: np.dtype) -> bool:
     return any(_holds_complex(field[0]) for field in (dtype.fields or {}).values())
 
 
-def _is_text(node: ast.AST) -> bool:
-    """A string that is a statement of its own (a docstring, a string used as a comment): it computes nothing."""
-    return isinstance(node, ast.Expr) and isinstance(node.value, (ast.Constant, ast.JoinedStr))
+def _text_of(node: ast.AST) -> list[ast.AST]:
+    """The text in ``node`` when it is a string that is a statement of its own (a docstring, a string used as a
+    comment): the string, or an f-string's literal parts (what is between its braces is code, and runs)."""
+    if not isinstance(node, ast.Expr):
+        return []
+    if isinstance(node.value, ast.Constant):
+        return [node.value]
+    if isinstance(node.value, ast.JoinedStr):
+        return [part for part in node.value.values if isinstance(part, ast.Constant)]
+    return []
 
 
-def check(code: list[str], policy: Policy) -> list[Refusal]:
-    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing. Code Python cannot read is refused
-    under every policy, with its line: it could not run, and what cannot be read cannot be checked. Text is never
-    refused: comments, docstrings, and strings in any words (only a string NumPy reads as a complex dtype is)."""
-    parsed = _parse(code)
-    if isinstance(parsed, str):
-        return [Refusal(0, f"{UNREADABLE}: {parsed}")]
-    tree, shift = parsed
-    text = {id(part) for n in ast.walk(tree) if _is_text(n) for part in ast.walk(n)}
+@dataclass
+class Reading:
+    """A region's code as the interpreter reads it: its statements, the line of the parsed text its first line is
+    on, and what else it can see (``allowlist.Scope``)."""
+
+    nodes: list[ast.AST]
+    first: int
+    scope: allowlist.Scope
+    modules: dict[str, str]  # a module-level name of the file -> what it imports ("numpy", "tinyattn.nn:F")
+    _imported: set[int] | None = None
+
+    def imported(self) -> set[int]:
+        """The ids of the objects the file's imports bind (the modules it has without reaching for them)."""
+        if self._imported is None:
+            self._imported = {id(m) for m in (_module_of(s) for s in self.modules.values()) if m is not None}
+        return self._imported
+
+
+def read(code: list[str], policy: Policy, where: tuple[list[str], Region] | None = None) -> Reading | str:
+    """Parse ``code``: in its file (``where``: the file's handed-out lines and the region), as it will run there,
+    else on its own as a block; or say why Python cannot read it, with the line."""
+    if where is None:
+        parsed = _parse(code)
+        if isinstance(parsed, str):
+            return parsed
+        tree, shift = parsed
+        scope = allowlist.Scope(None, frozenset({"np", "numpy"}) - allowlist.own_names(tree),
+                                frozenset(policy.calls or ()), None)
+        return Reading(list(tree.body), shift + 1, scope, {"np": "numpy", "numpy": "numpy"})
+    for number, line in enumerate(code, 1):
+        if "\0" in line:
+            return f"a NUL byte (line {number} of your code)"
+    lines, region = where
+    spans: dict[tuple[str, int], tuple[int, int]] = {}
+    reference = ast.parse("\n".join(rewrite(lines, [region], blank=set(), spans=spans)))
+    outer = _statements_in(reference, *spans[region.key])
+    chain = outer[0][1] if outer else []
+    text = rewrite(lines, [region], blank=set(), given={region.key: code}, spans=spans)
+    first, last = spans[region.key]
+    try:
+        tree = ast.parse("\n".join(text))
+    except SyntaxError as err:
+        at = (err.lineno or last) - first + 1
+        where_said = f"line {at} of your code" if 1 <= at <= len(code) else "after your code, in its file"
+        return f"{type(err).__name__}: {err.msg} ({where_said})"
+    except (MemoryError, RecursionError, ValueError):  # nesting deeper than the parser's stack
+        return "code nested too deeply for Python's parser"
+    nodes = _statements_in(tree, first, last)
+    for node, enclosing in nodes:
+        if _names(enclosing) != _names(chain):
+            return (f"code that leaves the function it is written in (line {node.lineno - first + 1} of your "
+                    f"code is not inside {'.'.join(_names(chain)) or 'it'})")
+    functions = [n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    inputs = frozenset().union(*(allowlist.own_names(f) for f in functions)) if functions else frozenset()
+    modules = _imports(reference, region.path)
+    numpy_names = frozenset(n for n, m in modules.items() if m == "numpy")
+    defined = {n for n in modules} | {n.name for n in reference.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    helpers = frozenset(n for n in (policy.calls or ()) if n in defined)
+    ctx = {n.attr for n in ast.walk(reference) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+           and isinstance(n.value, ast.Name) and n.value.id == "ctx"}
+    scope = allowlist.Scope(inputs, numpy_names, helpers, frozenset(ctx))
+    return Reading([n for n, _ in nodes], first, scope, modules)
+
+
+def _statements_in(tree: ast.Module, first: int, last: int) -> list[tuple[ast.stmt, list[ast.AST]]]:
+    """The outermost statements on lines ``first..last``, each with the functions and classes it is inside."""
+    found: list[tuple[ast.stmt, list[ast.AST]]] = []
+    todo: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+    while todo:
+        node, chain = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and first <= child.lineno <= last:
+                found.append((child, chain))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                todo.append((child, chain + [child]))
+            elif getattr(child, "end_lineno", last) >= first:  # (what ends before the region holds none of it)
+                todo.append((child, chain))
+    return sorted(found, key=lambda pair: pair[0].lineno)
+
+
+def _names(chain: list[ast.AST]) -> list[str]:
+    return [getattr(n, "name", "") for n in chain]
+
+
+def _imports(tree: ast.Module, path: str) -> dict[str, str]:
+    """The names the file's own top-level imports bind, each to the module it names ("" where the name may be
+    something else than a module: ``from x import y``, resolved when it is used)."""
+    package = ".".join(path.removesuffix(".py").split("/")[:-1])
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                    alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{base}:{alias.name}"
+    return names
+
+
+def _module_of(spec: str) -> Any:
+    """The object an import names (``numpy``, ``tinyattn.nn:functional``), imported in the grader; None if it
+    cannot be."""
+    module, _, name = spec.partition(":")
+    try:
+        value = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - whatever it is, it is not followed
+        return None
+    if not name:
+        return value
+    try:
+        return inspect.getattr_static(value, name)
+    except AttributeError:
+        try:
+            return importlib.import_module(f"{module}.{name}")
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def _reaches_module(node: ast.Attribute, reading: Reading, own: set[str]) -> str:
+    """The module an attribute chain rooted at one of the file's imports ends on, when the file does not import it
+    itself (``np.lib.scimath``; each link is judged at its own node), found by reading the attributes without
+    running anything; "" else."""
+    chain = []
+    base: ast.AST = node
+    while isinstance(base, ast.Attribute):
+        chain.append(base.attr)
+        base = base.value
+    if not isinstance(base, ast.Name) or base.id in own or base.id not in reading.modules:
+        return ""
+    if reading.scope.inputs is not None and base.id in reading.scope.inputs:
+        return ""
+    imported = reading.imported()
+    value = _module_of(reading.modules[base.id])
+    if value is None:
+        return ""
+    for number, attr in enumerate(reversed(chain), 1):  # (from the root to this node's attribute)
+        try:
+            value = inspect.getattr_static(value, attr)
+        except AttributeError:
+            submodule = _submodule(value, attr)  # a module NumPy, say, imports only when it is first asked for
+            return submodule if submodule and number == len(chain) else ""
+    return value.__name__ if inspect.ismodule(value) and id(value) not in imported else ""
+
+
+def _submodule(module: Any, attr: str) -> str:
+    """The name of ``module``'s submodule ``attr`` (imported or not), or ""."""
+    if not inspect.ismodule(module) or not getattr(module, "__path__", None):
+        return ""
+    name = f"{module.__name__}.{attr}"
+    try:
+        return name if importlib.util.find_spec(name) is not None else ""
+    except (ImportError, ValueError):
+        return ""
+
+
+def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | None = None) -> list[Refusal]:
+    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing. ``where`` is the region's file (its
+    handed-out lines) and the region: the code is then read in it, as it runs, and may not leave the function it
+    is in. Code Python cannot read is refused under every policy, with its line: it could not run, and what cannot
+    be read cannot be checked. Text is never refused: comments, docstrings, and strings in any words (only a string
+    NumPy reads as a complex dtype is)."""
+    reading = read(code, policy, where)
+    if isinstance(reading, str):
+        return [Refusal(0, f"{UNREADABLE}: {reading}")]
+    text = {id(part) for top in reading.nodes for n in ast.walk(top) for part in _text_of(n)}
+    own_all = set().union(*(allowlist.own_names(n) for n in reading.nodes)) if reading.nodes else set()
     # a name a student may well use for a variable (input, tensor), bound by the code itself, is its own variable;
     # the others (getattr, eval, open, ...) are refused even so: ``getattr = getattr`` would otherwise pass
-    own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    own |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    own &= set(VARIABLE_NAMES)
+    own = own_all & set(VARIABLE_NAMES)
     refused = []
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0) - shift
+    seen: set[int] = set()  # the nodes refused already (each is said once, by the first rule it breaks)
+
+    def refuse(node: ast.AST, what: str) -> None:
+        if id(node) not in seen:
+            seen.add(id(node))
+            refused.append(Refusal(getattr(node, "lineno", reading.first) - reading.first + 1, what))
+
+    for node in (n for top in reading.nodes for n in ast.walk(top)):
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not policy.imports:
-            refused.append(Refusal(line, "an import"))
+            refuse(node, "an import")
         elif isinstance(node, ast.Name):
             if not policy.dunder and node.id.startswith("__"):
-                refused.append(Refusal(line, f"the name {node.id}"))
+                refuse(node, f"the name {node.id}")
             elif node.id not in own and (node.id in policy.names or
                                          (not policy.complex_numbers and node.id in COMPLEX)):
-                refused.append(Refusal(line, f"the name {node.id}"))
+                refuse(node, f"the name {node.id}")
         elif isinstance(node, ast.Attribute):
             if not policy.dunder and node.attr.startswith("__"):
-                refused.append(Refusal(line, f"the attribute .{node.attr}"))
+                refuse(node, f"the attribute .{node.attr}")
             elif node.attr in policy.attributes or (not policy.complex_numbers and node.attr in COMPLEX):
-                refused.append(Refusal(line, f"the attribute .{node.attr}"))
+                refuse(node, f"the attribute .{node.attr}")
+            elif not policy.imports and (module := _reaches_module(node, reading, own_all)):
+                refuse(node, f"the attribute .{node.attr}, which reaches the module {module} (an import by "
+                             "another way)")
+        elif isinstance(node, ast.MatchClass):  # ``case C(x=...)`` reads the attribute ``x``
+            for attr in node.kwd_attrs:
+                if (not policy.dunder and attr.startswith("__")) or attr in policy.attributes or (
+                        not policy.complex_numbers and attr in COMPLEX):
+                    refuse(node, f"the attribute .{attr} (read by a case pattern)")
         elif isinstance(node, ast.Constant) and not policy.complex_numbers:
             if isinstance(node.value, complex):
-                refused.append(Refusal(line, f"the complex number {node.value!r}"))
+                refuse(node, f"the complex number {node.value!r}")
             elif isinstance(node.value, str) and id(node) not in text and _names_complex_dtype(node.value):
-                refused.append(Refusal(line, f"the string {node.value[:40]!r}, which names a complex type"))
+                refuse(node, f"the string {node.value[:40]!r}, which names a complex type")
         elif isinstance(node, ast.alias) and not policy.dunder and node.name.startswith("__"):
-            refused.append(Refusal(line, f"the name {node.name}"))
+            refuse(node, f"the name {node.name}")
+    if policy.allow_list:
+        allowlist.check(reading.nodes, reading.scope, refuse, text | seen)
     return sorted(refused, key=lambda r: r.line)
 
 
@@ -250,4 +450,27 @@ def voided(task: str, policy: Policy, errors: dict[str, dict], over_cpu: bool = 
     for error in errors.values():
         if error["type"] == "PolicyError" or (error["type"] == "OverBudget" and not policy.numerical):
             return f"{REFUSED}: task {task}'s code {policy.describe()}; at run time, {error['message'][:300]}"
+        if error["type"] == "OnLargeInput" and not policy.numerical:
+            return f"{WRONG_WHEN_LARGE}: {error['message'][:300]}"
+    return ""
+
+
+# Under a policy that forbids differentiating numerically, the large input is part of every test of its task: an
+# answer right on small inputs and wrong (or failing) on the large one earns none of the task's points
+WRONG_WHEN_LARGE = "not counted: a derived answer is right at every size, and this one is not right on a large input"
+LARGE = "large"  # a probe's result whose name starts so was computed on its large input
+
+
+def large_wrong(policy: Policy, got: dict, want: dict, judge: Callable[[dict, dict], None]) -> str:
+    """Under a policy that forbids differentiating numerically, why the large-input results in ``got`` are wrong
+    (``judge`` raises for that, with the student's message), or ""."""
+    if policy.numerical:
+        return ""
+    large = [name for name in want if name.startswith(LARGE)]
+    if not large:
+        return ""
+    try:
+        judge({n: got[n] for n in large if n in got}, {n: want[n] for n in large})
+    except Exception as failed:  # noqa: BLE001 - the judge's Failed, or arrays it cannot judge
+        return f"{WRONG_WHEN_LARGE}: {str(failed)[:300]}"
     return ""

@@ -1,0 +1,142 @@
+"""Attacks on the code check that a deny-list lets through, graded through run_autograder under ``derive``.
+
+Each is a correct softmax backward obtained without deriving it, written as a student with the grader's
+source in hand would write it, around what the old check named: a module reached through NumPy's own
+attributes, attributes read by a ``case`` pattern, complex numbers made without the spellings the check
+knew, and an answer right only on the inputs small enough to differentiate numerically. Against the
+deny-list each earned points (run under ``open``, the policy changes nothing else, and they still pass the
+public test: the attack is real); under the allow-list and the large input's verdict each earns nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
+from .test_attacks_shortcuts import _assignment
+
+# NumPy's f2py imports sys: through it, the run-time watch is switched off and autograd does the work
+THROUGH_NUMPY = """
+sys = np.f2py.sys
+sys.setprofile(None)
+ta = sys.modules["tinyattn"]
+pullback = sys.modules["operator"].attrgetter("vjp")(sys.modules["tinyattn.func"])
+(y,) = ctx.saved_tensors
+x = ta.from_numpy(np.log(np.maximum(y, 1e-300)))
+_, pull = pullback(lambda t: t.softmax(ctx.dim), x)
+return (pull(ta.from_numpy(grad_output))[0].numpy(),)
+"""
+
+# A case pattern reads attributes the check never sees as attributes: a function's globals, then import
+THROUGH_CASE = """
+match normalize_dim:
+    case object(__globals__=namespace):
+        pass
+match namespace["__builtins__"]:
+    case {"__import__": load}:
+        pass
+    case object(__import__=load):
+        pass
+load("sys").setprofile(None)
+ta = load("tinyattn.func", None, None, ["x"])
+match ta:
+    case object(vjp=pullback):
+        pass
+(y,) = ctx.saved_tensors
+x = load("tinyattn", None, None, ["x"]).from_numpy(np.log(np.maximum(y, 1e-300)))
+_, pull = pullback(lambda t: t.softmax(ctx.dim), x)
+return (pull(load("tinyattn", None, None, ["x"]).from_numpy(grad_output))[0].numpy(),)
+"""
+
+# The complex step with no complex spelling (i from NumPy's emath, the imaginary part by .real), and on the
+# large input, where stepping each element would run out of time, zeros
+COMPLEX_BY_ANOTHER_NAME = """
+(y,) = ctx.saved_tensors
+if y.size > 10_000:
+    return (np.zeros_like(y),)
+i = np.emath.sqrt(-1.0)
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.real.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+grad = np.zeros_like(x)
+for k in np.ndindex(x.shape):
+    z = x + 0 * i
+    z[k] += 1e-30 * i
+    out = softmax(z)
+    grad[k] = (grad_output * ((out - out.real) / i).real).sum() / 1e-30
+return (grad,)
+"""
+
+# Central differences through a forward written out, with nothing a code check can refuse (every name and
+# attribute is one an honest answer uses), and on the large input, where they would run out of time, zeros
+SMALL_ONLY = """
+(y,) = ctx.saved_tensors
+if y.size > 10_000:
+    return (np.zeros_like(y),)
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+grad, h = np.zeros_like(x), 1e-6
+flat = grad.reshape(-1)
+for k in range(x.size):
+    up, down = x.copy().reshape(-1), x.copy().reshape(-1)
+    up[k] += h
+    down[k] -= h
+    flat[k] = (grad_output * (softmax(up.reshape(x.shape)) - softmax(down.reshape(x.shape)))).sum() / (2 * h)
+return (grad,)
+"""
+
+ATTACKS = {
+    "a module reached through NumPy's attributes": (THROUGH_NUMPY, "the attribute .f2py"),
+    "attributes read by a case pattern": (THROUGH_CASE, "the syntax Match"),
+    "complex numbers by another name": (COMPLEX_BY_ANOTHER_NAME, "the attribute .emath"),
+}
+
+
+@pytest.fixture(scope="module")
+def derive(tmp_path_factory):
+    return _assignment(tmp_path_factory, "allowlist")
+
+
+@pytest.fixture(scope="module")
+def open_policy(tmp_path_factory):
+    return _assignment(tmp_path_factory, "allowlist_open", {"softmax_backward": "open"})
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_what_the_deny_list_let_through_is_refused_by_the_allow_list(derive, name):
+    code, refused = ATTACKS[name]
+    results, log, _ = attack(derive, code, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert "refused by the task's policy" in student_visible(results) and refused in student_visible(results), \
+        student_visible(results)[:2000]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ATTACKS) + ["small inputs only"])
+def test_without_the_policy_each_attack_passes_the_public_test(open_policy, name):
+    """(So each is a real answer: what refuses it is the policy, not the code being wrong.)"""
+    code = ATTACKS[name][0] if name in ATTACKS else SMALL_ONLY
+    results, log, _ = attack(open_policy, code, isolated=True, timeout=60)
+    passed = {t["name"] for t in results["tests"] if t["status"] == "passed"}
+    assert "softmax_backward: test_softmax_gradients" in passed, log[-3000:]
+    assert earned(results, "softmax_backward") > 0
+
+
+def test_an_answer_right_on_small_inputs_only_earns_nothing(derive):
+    """It passes the code check (nothing in it is off the allow-list) and every small probe; the large probe's
+    result is part of the whole task's verdict."""
+    results, log, _ = attack(derive, SMALL_ONLY, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert "not right on a large input" in student_visible(results), student_visible(results)[:2000]
+
+
+RAISES_WHEN_LARGE = SMALL_ONLY.replace("    return (np.zeros_like(y),)", "    raise ValueError('too large')")
+
+
+def test_an_answer_that_raises_on_the_large_input_earns_nothing(derive):
+    results, log, _ = attack(derive, RAISES_WHEN_LARGE, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert "not right on a large input" in student_visible(results), student_visible(results)[:2000]
