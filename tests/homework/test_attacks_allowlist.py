@@ -15,7 +15,8 @@ import pytest
 from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
 from .test_attacks_shortcuts import _assignment
 
-# NumPy's f2py imports sys: through it, the run-time watch is switched off and autograd does the work
+# NumPy's f2py imports sys: through it, the run-time watch is switched off and autograd through other ops does
+# the work (through softmax's own op it would call this very backward)
 THROUGH_NUMPY = """
 sys = np.f2py.sys
 sys.setprofile(None)
@@ -23,7 +24,7 @@ ta = sys.modules["tinyattn"]
 pullback = sys.modules["operator"].attrgetter("vjp")(sys.modules["tinyattn.func"])
 (y,) = ctx.saved_tensors
 x = ta.from_numpy(np.log(np.maximum(y, 1e-300)))
-_, pull = pullback(lambda t: t.softmax(ctx.dim), x)
+_, pull = pullback(lambda t: t.exp() / t.exp().sum(ctx.dim, keepdim=True), x)
 return (pull(ta.from_numpy(grad_output))[0].numpy(),)
 """
 
@@ -44,7 +45,7 @@ match ta:
         pass
 (y,) = ctx.saved_tensors
 x = load("tinyattn", None, None, ["x"]).from_numpy(np.log(np.maximum(y, 1e-300)))
-_, pull = pullback(lambda t: t.softmax(ctx.dim), x)
+_, pull = pullback(lambda t: t.exp() / t.exp().sum(ctx.dim, keepdim=True), x)
 return (pull(load("tinyattn", None, None, ["x"]).from_numpy(grad_output))[0].numpy(),)
 """
 

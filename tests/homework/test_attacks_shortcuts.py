@@ -59,11 +59,12 @@ def softmax(z):
     e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
     return e / e.sum(axis=ctx.dim, keepdims=True)
 grad, h = np.zeros_like(x), 1e-6
-for i in np.ndindex(x.shape):
-    up, down = x.copy(), x.copy()
+flat = grad.reshape(-1)
+for i in range(x.size):
+    up, down = x.copy().reshape(-1), x.copy().reshape(-1)
     up[i] += h
     down[i] -= h
-    grad[i] = (grad_output * (softmax(up) - softmax(down))).sum() / (2 * h)
+    flat[i] = (grad_output * (softmax(up.reshape(x.shape)) - softmax(down.reshape(x.shape)))).sum() / (2 * h)
 return (grad,)
 """
 
