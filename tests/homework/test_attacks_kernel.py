@@ -381,3 +381,142 @@ def test_results_json_never_holds_a_lone_surrogate(assignment):
     assert_only_the_honest_task_scores(assignment, results, log)
     json.dumps(results, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
     assert TASKS  # (the three tasks graded)
+
+
+# The student user's persistent keyring outlives every session, and is linked into a fresh one on request
+PERSISTENT_STASH = CALLS + READ_THE_REFERENCE + """
+data = body.encode()
+persistent = libc.syscall(KEYCTL, 22, ctypes.c_long(-1), ctypes.c_long(-3))  # KEYCTL_GET_PERSISTENT, into @s
+if persistent < 0:
+    raise OSError(ctypes.get_errno(), "get_persistent: " + os.strerror(ctypes.get_errno()))
+key = libc.syscall(ADD_KEY, b"user", b"tinyattn-stash", data, len(data), ctypes.c_long(persistent))
+if key < 0:
+    raise OSError(ctypes.get_errno(), "add_key: " + os.strerror(ctypes.get_errno()))
+return (grad_output,)
+"""
+
+PERSISTENT_UNSTASH = CALLS + """
+body = None
+persistent = libc.syscall(KEYCTL, 22, ctypes.c_long(-1), ctypes.c_long(-3))
+key = libc.syscall(KEYCTL, 10, ctypes.c_long(persistent), b"user", b"tinyattn-stash", 0)  # KEYCTL_SEARCH
+if key >= 0:
+    buffer = ctypes.create_string_buffer(65536)
+    n = libc.syscall(KEYCTL, 11, ctypes.c_long(key), buffer, 65536)  # KEYCTL_READ
+    body = buffer.raw[:n] if n > 0 else None
+""" + USE_THE_STASH
+
+
+def test_another_task_s_reference_stashed_in_the_persistent_keyring_is_gone_before_that_task_runs(assignment):
+    require_fences("keyrings")
+    results, log, _ = attack(assignment, PERSISTENT_STASH, later=PERSISTENT_UNSTASH, isolated=True)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    assert "FileNotFoundError: no stash left by the previous task" in log
+    assert "get_persistent" not in log and "add_key" not in log  # (the first half did stash it)
+
+
+# A shared folder outside /tmp (the lock folder, writable by every user), and more entries before the stash
+# than a cleanup that deletes entry by entry looks at: the stash goes in the entry a listing gives last
+LOCK_STASH = READ_THE_REFERENCE + """
+import os
+for folder in ("/run/lock", "/var/lock"):
+    try:
+        for i in range(120_000):
+            os.close(os.open(f"{folder}/tinyattn-{i}", os.O_CREAT | os.O_WRONLY, 0o644))
+        last = [entry.name for entry in os.scandir(folder)][-1]
+        with open(f"{folder}/{last}", "w") as f:
+            f.write("stash:" + body)
+        break
+    except OSError:
+        pass
+return (grad_output,)
+"""
+
+LOCK_UNSTASH = """
+import os
+body = None
+for folder in ("/run/lock", "/var/lock"):
+    try:
+        for entry in os.scandir(folder):
+            if entry.name.startswith("tinyattn-") and entry.stat().st_size:
+                with open(entry.path, "rb") as f:
+                    text = f.read()
+                if text.startswith(b"stash:"):
+                    body = text[len(b"stash:"):]
+                    break
+    except OSError:
+        pass
+""" + USE_THE_STASH
+
+
+@pytest.mark.skipif(not os.path.isdir("/run/lock"), reason="no lock folder here")
+def test_another_task_s_reference_stashed_in_the_lock_folder_is_gone_before_that_task_runs(assignment):
+    require_fences("namespaces")
+    results, log, _ = attack(assignment, LOCK_STASH, later=LOCK_UNSTASH, isolated=True, timeout=120)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    assert "FileNotFoundError: no stash left by the previous task" in log
+
+
+# Every folder the task's code can write in, found by walking each filesystem it sees that is not mounted
+# read-only (as it sees it: in its own namespaces), with the namespaces it is in
+ENUMERATE = """
+import json, os
+seen = {}
+with open("/proc/self/mountinfo") as f:
+    for line in f:
+        before, _, after = line.partition(" - ")
+        fields = before.split()
+        seen[fields[4].encode().decode("unicode_escape")] = (after.split()[0], "ro" in fields[5].split(","))
+writable, looked = [], 0
+for point, (kind, read_only) in seen.items():
+    if read_only or point in ("/proc", "/sys") or point.startswith(("/proc/", "/sys/")):
+        continue
+    try:
+        device = os.stat(point).st_dev
+    except OSError:
+        continue
+    todo = [point]
+    while todo and looked < 300_000:
+        folder = todo.pop()
+        looked += 1
+        if os.access(folder, os.W_OK):
+            writable.append([folder, point, kind])
+        try:
+            for entry in os.scandir(folder):
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_dev == device:
+                    todo.append(entry.path)
+        except OSError:
+            pass
+names = {kind: os.readlink(f"/proc/self/ns/{kind}") for kind in ("ipc", "mnt")}
+rw = [[point, kind] for point, (kind, read_only) in seen.items() if not read_only]
+print("WRITABLE " + json.dumps({"writable": writable, "looked": looked, "namespaces": names, "rw": rw}), flush=True)
+return (grad_output,)
+"""
+
+
+def test_every_place_the_task_s_code_can_write_is_fresh_for_the_task():
+    """Walked as the student user behind every fence, through run_autograder: each folder it may write in is on a
+    filesystem made for the task alone (a fresh tmpfs at one of the scratch folders, its home, its own
+    /dev/mqueue); everything else is read-only. Its System V and POSIX IPC live in a namespace of its own; the
+    keyrings that outlive a session are cleared (the stash attacks above)."""
+    require_fences("namespaces", "cgroup", "oom", "keyrings")
+    import tempfile
+
+    from tinyattn.homework import confine
+
+    out = tempfile.mkdtemp()
+    commands.assign(os.path.join(out, "hw"), TASKS, {"softmax_backward": "open", "log_softmax_backward": "open"})
+    results, log, _ = attack(os.path.join(out, "hw"), ENUMERATE, isolated=True, timeout=120)
+    line = next(x for x in log.splitlines() if "WRITABLE " in x)
+    found = json.loads(line.split("WRITABLE ", 1)[1])
+    assert found["looked"] < 300_000, "the walk did not finish"
+    fresh = {p for p in confine.SCRATCH if os.path.isdir(p) and not os.path.islink(p)} | {"/dev/mqueue"}
+    for folder, point, kind in found["writable"]:
+        is_home = point.endswith("/home") and "/tinyattn-task-" in point
+        assert (point in fresh or is_home) and kind in ("tmpfs", "mqueue"), (folder, point, kind)
+    assert {p for _, p, _ in found["writable"]} >= {"/tmp", "/dev/shm"}  # (the walk saw the fresh ones)
+    kernel = set(confine.KERNEL_FILESYSTEMS)
+    for point, kind in found["rw"]:  # every other filesystem is read-only, whoever may write in it
+        fresh_here = point in fresh or (point.endswith("/home") and "/tinyattn-task-" in point)
+        assert fresh_here or kind in kernel or point.startswith(("/proc/", "/sys/")), (point, kind)
+    for kind, name in found["namespaces"].items():
+        assert name != os.readlink(f"/proc/self/ns/{kind}"), kind

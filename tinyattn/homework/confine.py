@@ -7,16 +7,18 @@ put behind four fences, each probed once (``probe``) and each reported when it i
 
 * **namespaces** (``unshare``): a new IPC namespace, so its System V objects and POSIX
   message queues exist only for it and die with its last process; and a new mount namespace
-  in which ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/dev/mqueue`` and its home are fresh
-  filesystems of their own, capped in size and files, gone with it (the task's folder is
-  bound back in at its own path). Nothing it writes there reaches the next task.
+  in which ``/tmp``, ``/var/tmp``, ``/dev/shm``, the lock folders, ``/dev/mqueue`` and its
+  home are fresh filesystems of their own, capped in size and files, gone with it (the task's
+  folder is bound back in at its own path), and every other filesystem is read-only. So every
+  place it can write is fresh, and nothing it writes reaches the next task.
 * **a memory cgroup** per task (v1 or v2): every page its processes touch counts, shared
   memory and tmpfs files included, and the kernel stops the task at its limit, which is
   kept below what the grader itself may use;
 * **OOM scores**: the grader ``-1000`` (never chosen), the child ``+1000`` (chosen first),
   so a machine out of memory kills the student's code, not the grader;
-* **keyrings**: the child gets a session keyring of its own, and the student user's
-  persistent keyrings are cleared before and after each task.
+* **keyrings**: the child gets a session keyring of its own, and the keyrings that outlive a
+  session (the student user's user, user-session and persistent keyrings) are cleared before
+  and after each task.
 
 ``Fences`` says which hold; ``enter`` is what the child runs (``preexec_fn``) before it
 execs the runner: fences first, as root, then the switch to the student user.
@@ -31,9 +33,17 @@ from dataclasses import dataclass, field
 
 CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
-KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR = 0, 1, 7
+MS_RDONLY, MS_REMOUNT = 0x1, 0x20
+# A mount's own options, as /proc/self/mountinfo lists them, and the flag that keeps each on a remount
+MOUNT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 0x400,
+                 "nodiratime": 0x800, "relatime": 0x200000}
+# The kernel's own filesystems: views of the kernel's state, not places to keep files
+KERNEL_FILESYSTEMS = ("proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs",
+                      "bpf", "pstore", "configfs", "fusectl", "binfmt_misc", "efivarfs", "hugetlbfs", "autofs")
+KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 0, 1, 7, 22
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
-SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # made fresh for each child, with /dev/mqueue and its home
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # fresh for each child, with /dev/mqueue
+# and its home (a folder that is a link to another, or missing, is skipped)
 FEATURES = ("namespaces", "cgroup", "oom", "keyrings")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -54,12 +64,33 @@ def _mount(source: str | None, target: str, kind: str | None, flags: int, option
 _KEYCTL_NUMBER = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number
 
 
-def _keyctl(operation: int, key: int) -> int:
+def mounts() -> list[tuple[str, str, int]]:
+    """Every mount this process sees: its path, its filesystem's type, and the flags of its own options."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            before, _, after = line.partition(" - ")
+            fields = before.split()
+            point = fields[4].encode().decode("unicode_escape")  # (a space is written \040)
+            flags = sum(MOUNT_OPTIONS.get(option, 0) for option in fields[5].split(","))
+            found.append((point, after.split()[0], flags))
+    return found
+
+
+def read_only_everywhere() -> None:
+    """Remount every filesystem this (private) mount namespace sees read-only, the kernel's own excepted."""
+    for point, kind, flags in mounts():
+        if kind in KERNEL_FILESYSTEMS or point.startswith(("/proc/", "/sys/")) or point in ("/proc", "/sys"):
+            continue
+        _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+
+
+def _keyctl(operation: int, key: int, other: int = 0) -> int:
     """The ``keyctl`` system call with one argument."""
     number = _KEYCTL_NUMBER.get(os.uname().machine)
     if number is None:
         return -1
-    return _libc.syscall(ctypes.c_long(number), ctypes.c_long(operation), ctypes.c_long(key), ctypes.c_long(0),
+    return _libc.syscall(ctypes.c_long(number), ctypes.c_long(operation), ctypes.c_long(key), ctypes.c_long(other),
                          ctypes.c_long(0), ctypes.c_long(0))
 
 
@@ -144,6 +175,7 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
             try:
                 _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
                 _mount(None, "/", None, MS_REC | MS_PRIVATE)
+                read_only_everywhere()
                 _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
                 os._exit(0)
             except BaseException:
@@ -152,7 +184,8 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
         if os.waitstatus_to_exitcode(status) == 0:
             fences.namespaces = True
         else:
-            fences.missing["namespaces"] = "the kernel refused unshare(CLONE_NEWNS | CLONE_NEWIPC) or a tmpfs mount"
+            fences.missing["namespaces"] = ("the kernel refused unshare(CLONE_NEWNS | CLONE_NEWIPC), a read-only "
+                                            "remount or a tmpfs mount")
     if "cgroup" not in without:
         folder, version, limit = _memory_cgroup()
         if not folder:
@@ -269,6 +302,7 @@ class Entry:
         if self.fences.namespaces:
             _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
             _mount(None, "/", None, MS_REC | MS_PRIVATE)
+            read_only_everywhere()  # then the places it may write, each fresh
             hidden = [p for p in self.keep if any(p == s or p.startswith(s + "/") for s in SCRATCH)]
             kept = [os.open(p, os.O_RDONLY | os.O_DIRECTORY) for p in hidden]  # (in the new namespace, to bind)
             size = f"size={self.fences.scratch},nr_inodes={self.fences.inodes}"
@@ -289,17 +323,24 @@ class Entry:
             os.setgid(self.gid if self.gid is not None else self.uid)
             os.setuid(self.uid)
         if self.fences.keyrings:
+            _keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)  # a new session keyring, its own (what it links, it holds)
+            persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING)
+            if persistent >= 0:
+                _keyctl(KEYCTL_CLEAR, persistent)
             for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
                 _keyctl(KEYCTL_CLEAR, keyring)
-            _keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0)
 
 
 def clear_keyrings(uid: int, gid: int, python: str) -> None:
-    """Clear the persistent keyrings of ``uid`` (a process of that user must ask: root cannot name them)."""
+    """Clear the keyrings of ``uid`` that outlive a session: its persistent keyring, its user and user-session
+    keyrings (a process of that user must ask: root cannot name them)."""
     number = _KEYCTL_NUMBER.get(os.uname().machine)
     if number is None:
         return
-    code = "import ctypes; s = ctypes.CDLL(None).syscall\n" + "".join(
+    code = ("import ctypes; s = ctypes.CDLL(None).syscall\n"
+            f"s({number}, {KEYCTL_JOIN_SESSION_KEYRING}, 0, 0, 0, 0)\n"
+            f"p = s({number}, {KEYCTL_GET_PERSISTENT}, -1, {KEY_SPEC_SESSION_KEYRING}, 0, 0)\n"
+            f"p >= 0 and s({number}, {KEYCTL_CLEAR}, p, 0, 0, 0)\n") + "".join(
         f"s({number}, {KEYCTL_CLEAR}, {keyring}, 0, 0, 0)\n" for keyring in (KEY_SPEC_USER_KEYRING,
                                                                          KEY_SPEC_USER_SESSION_KEYRING))
     subprocess.run([python, "-I", "-S", "-c", code], user=uid, group=gid, extra_groups=[], cwd="/",
