@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
-from .test_attacks_shortcuts import _assignment
+from .test_attacks_shortcuts import WRITTEN_OUT, _assignment
 
 # NumPy's f2py imports sys: through it, the run-time watch is switched off and autograd through other ops does
 # the work (through softmax's own op it would call this very backward)
@@ -71,23 +71,10 @@ return (grad,)
 
 # Central differences through a forward written out, with nothing a code check can refuse (every name and
 # attribute is one an honest answer uses), and on the large input, where they would run out of time, zeros
-SMALL_ONLY = """
-(y,) = ctx.saved_tensors
+SMALL_ONLY = WRITTEN_OUT.replace("(y,) = ctx.saved_tensors\n", """(y,) = ctx.saved_tensors
 if y.size > 10_000:
     return (np.zeros_like(y),)
-x = np.log(np.maximum(y, 1e-300))
-def softmax(z):
-    e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
-    return e / e.sum(axis=ctx.dim, keepdims=True)
-grad, h = np.zeros_like(x), 1e-6
-flat = grad.reshape(-1)
-for k in range(x.size):
-    up, down = x.copy().reshape(-1), x.copy().reshape(-1)
-    up[k] += h
-    down[k] -= h
-    flat[k] = (grad_output * (softmax(up.reshape(x.shape)) - softmax(down.reshape(x.shape)))).sum() / (2 * h)
-return (grad,)
-"""
+""", 1)
 
 ATTACKS = {
     "a module reached through NumPy's attributes": (THROUGH_NUMPY, "the attribute .f2py"),
