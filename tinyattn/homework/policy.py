@@ -80,8 +80,6 @@ class Policy:
             allowed = ", ".join(self.calls) or "none"
             parts.append(f"call the package's own functions (allowed: {allowed})")
         parts += [] if self.numerical else ["differentiate numerically"]
-        parts += ["use what is not on its allow-list (NumPy's array functions, the function's inputs, plain "
-                  "Python)"] if self.allow_list else []
         return "may not " + "; ".join(parts) if parts else "may use anything"
 
 
@@ -286,8 +284,8 @@ def _names(chain: list[ast.AST]) -> list[str]:
 
 
 def _imports(tree: ast.Module, path: str) -> dict[str, str]:
-    """The names the file's own top-level imports bind, each to the module it names ("" where the name may be
-    something else than a module: ``from x import y``, resolved when it is used)."""
+    """The names the file's own top-level imports bind, each to what it imports: a module (``numpy``), or a name
+    from one (``tinyattn.nn:functional``: a module or anything else, found when it is used)."""
     package = ".".join(path.removesuffix(".py").split("/")[:-1])
     names = {}
     for node in tree.body:
