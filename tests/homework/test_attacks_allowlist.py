@@ -13,7 +13,9 @@ from __future__ import annotations
 import pytest
 
 from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
-from .test_attacks_shortcuts import WRITTEN_OUT, _assignment
+from .test_attacks_shortcuts import WRITTEN_OUT, derive, open_policy
+
+__all__ = ["derive", "open_policy"]  # (the fixtures, shared with test_attacks_shortcuts.py)
 
 # NumPy's f2py imports sys: through it, the run-time watch is switched off and autograd through other ops does
 # the work (through softmax's own op it would call this very backward)
@@ -81,16 +83,6 @@ ATTACKS = {
     "attributes read by a case pattern": (THROUGH_CASE, "the syntax Match"),
     "complex numbers by another name": (COMPLEX_BY_ANOTHER_NAME, "the attribute .emath"),
 }
-
-
-@pytest.fixture(scope="module")
-def derive(tmp_path_factory):
-    return _assignment(tmp_path_factory, "allowlist")
-
-
-@pytest.fixture(scope="module")
-def open_policy(tmp_path_factory):
-    return _assignment(tmp_path_factory, "allowlist_open", {"softmax_backward": "open"})
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))

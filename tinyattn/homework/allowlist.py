@@ -101,11 +101,11 @@ def own_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def check(nodes: list[ast.AST], scope: Scope, refuse: Callable[[ast.AST, str], None], skip: set[int]) -> None:
-    """Call ``refuse(node, what)`` for each thing in ``nodes`` (a region's statements) outside the allow-list.
-    ``skip`` holds the ids of the nodes not to look into: text (docstrings), and what was refused already; nor is
-    what lies inside syntax that is refused looked into."""
-    own = set().union(*(own_names(n) for n in nodes)) if nodes else set()
+def check(nodes: list[ast.AST], scope: Scope, own: set[str], refuse: Callable[[ast.AST, str], None],
+          skip: set[int]) -> None:
+    """Call ``refuse(node, what)`` for each thing in ``nodes`` (a region's statements, which bind the names
+    ``own``) outside the allow-list. ``skip`` holds the ids of the nodes not to look into: text (docstrings), and
+    what was refused already; nor is what lies inside syntax that is refused looked into."""
     dtype_names = _dtype_names(nodes, own, scope)
     todo = list(reversed(nodes))
     while todo:

@@ -86,7 +86,7 @@ def read_only_everywhere() -> None:
 
 
 def _keyctl(operation: int, key: int, other: int = 0) -> int:
-    """The ``keyctl`` system call with one argument."""
+    """The ``keyctl`` system call with one or two arguments."""
     number = _KEYCTL_NUMBER.get(os.uname().machine)
     if number is None:
         return -1

@@ -286,6 +286,12 @@ def run_graded(
     void = {task: policy.voided(task, rules[task], {t.name: errors[t.name] for t in tests
                                                     if t.task == task and t.name in errors}, child.over_cpu)
             for task in {t.task for t in tests} if task in rules}
+    wants = {t.name: reference.values(t.name, seed)  # (the reference failing is the grader's failure, not the test's)
+             for t in tests if not void.get(t.task) and "arrays" in child.messages.get(t.name, {})}
+    for t in tests:  # a large input found wrong in any probe voids all of its task's tests
+        if t.name in wants and t.task in rules and not void.get(t.task):
+            void[t.task] = policy.large_wrong(rules[t.task], child.messages[t.name]["arrays"], wants[t.name],
+                                              reference.judges.matches_reference)
     for t in tests:
         message = child.messages.get(t.name)
         if void.get(t.task):  # the task's code broke its policy in one probe: none of its tests counts
@@ -299,12 +305,8 @@ def run_graded(
             run.outcomes[t.node_id] = Outcome(False, feedback(t, *excerpt(message["error"], redact)))
             run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
         else:
-            want = reference.values(t.name, seed)  # (the reference failing is the grader's failure, not the test's)
-            if t.task in rules and not void.get(t.task):
-                void[t.task] = policy.large_wrong(rules[t.task], message["arrays"], want,
-                                                  reference.judges.matches_reference)
             try:
-                reference.judges.judge(t.name, message["arrays"], want)
+                reference.judges.judge(t.name, message["arrays"], wants[t.name])
                 run.outcomes[t.node_id] = Outcome(True, "")
             except reference.judges.Failed as failed:
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))
@@ -312,9 +314,6 @@ def run_graded(
             except Exception as err:  # arrays no judge expected (forged, say): a failed test, never a crash
                 run.outcomes[t.node_id] = Outcome(False, feedback(t, "the result could not be judged", ""))
                 run.log.append(f"{t.name}: the result could not be judged: {type(err).__name__}: {err}")
-    for t in tests:  # (a large input found wrong in one probe voids the tests judged before it, too)
-        if void.get(t.task) and run.outcomes[t.node_id].passed:
-            run.outcomes[t.node_id] = Outcome(False, feedback(t, void[t.task], ""))
     run.log += [reason for reason in void.values() if reason]
     return run
 

@@ -148,13 +148,20 @@ class Refusal:
     what: str
 
 
+def _nul_byte(code: list[str]) -> str:
+    """Where ``code`` holds a NUL byte, which Python cannot parse; "" when it does not."""
+    for number, line in enumerate(code, 1):
+        if "\0" in line:
+            return f"a NUL byte (line {number} of your code)"
+    return ""
+
+
 def _parse(code: list[str]) -> tuple[ast.Module, int] | str:
     """The region's code as a tree, read as the file reads it: a block inside the function it sits in (so that a
     comment indented otherwise, with a tab say, changes nothing), and how many lines come before it in the text
     parsed; else why Python cannot read it, with the line (a NUL byte, a syntax error, nesting too deep)."""
-    for number, line in enumerate(code, 1):
-        if "\0" in line:
-            return f"a NUL byte (line {number} of your code)"
+    if nul := _nul_byte(code):
+        return nul
     why = ""
     for text, before in (("if True:\n" + "\n".join(code), 1), (textwrap.dedent("\n".join(code)), 0)):
         try:
@@ -228,9 +235,8 @@ def read(code: list[str], policy: Policy, where: tuple[list[str], Region] | None
         scope = allowlist.Scope(None, frozenset({"np", "numpy"}) - allowlist.own_names(tree),
                                 frozenset(policy.calls or ()), None)
         return Reading(list(tree.body), shift + 1, scope, {"np": "numpy", "numpy": "numpy"})
-    for number, line in enumerate(code, 1):
-        if "\0" in line:
-            return f"a NUL byte (line {number} of your code)"
+    if nul := _nul_byte(code):
+        return nul
     lines, region = where
     spans: dict[tuple[str, int], tuple[int, int]] = {}
     reference = ast.parse("\n".join(rewrite(lines, [region], blank=set(), spans=spans)))
@@ -360,6 +366,12 @@ def _submodule(module: Any, attr: str) -> str:
         return ""
 
 
+def _refuses_attribute(policy: Policy, attr: str) -> bool:
+    """Does ``policy`` refuse reading the attribute ``attr`` of any object, by its name?"""
+    dunder = not policy.dunder and attr.startswith("__")
+    return dunder or attr in policy.attributes or (not policy.complex_numbers and attr in COMPLEX)
+
+
 def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | None = None) -> list[Refusal]:
     """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing. ``where`` is the region's file (its
     handed-out lines) and the region: the code is then read in it, as it runs, and may not leave the function it
@@ -392,17 +404,14 @@ def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | Non
                                          (not policy.complex_numbers and node.id in COMPLEX)):
                 refuse(node, f"the name {node.id}")
         elif isinstance(node, ast.Attribute):
-            if not policy.dunder and node.attr.startswith("__"):
-                refuse(node, f"the attribute .{node.attr}")
-            elif node.attr in policy.attributes or (not policy.complex_numbers and node.attr in COMPLEX):
+            if _refuses_attribute(policy, node.attr):
                 refuse(node, f"the attribute .{node.attr}")
             elif not policy.imports and (module := _reaches_module(node, reading, own_all)):
                 refuse(node, f"the attribute .{node.attr}, which reaches the module {module} (an import by "
                              "another way)")
         elif isinstance(node, ast.MatchClass):  # ``case C(x=...)`` reads the attribute ``x``
             for attr in node.kwd_attrs:
-                if (not policy.dunder and attr.startswith("__")) or attr in policy.attributes or (
-                        not policy.complex_numbers and attr in COMPLEX):
+                if _refuses_attribute(policy, attr):
                     refuse(node, f"the attribute .{attr} (read by a case pattern)")
         elif isinstance(node, ast.Constant) and not policy.complex_numbers:
             if isinstance(node.value, complex):
@@ -412,7 +421,7 @@ def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | Non
         elif isinstance(node, ast.alias) and not policy.dunder and node.name.startswith("__"):
             refuse(node, f"the name {node.name}")
     if policy.allow_list:
-        allowlist.check(reading.nodes, reading.scope, refuse, text | seen)
+        allowlist.check(reading.nodes, reading.scope, own_all, refuse, text | seen)
     return sorted(refused, key=lambda r: r.line)
 
 
