@@ -25,7 +25,8 @@ import time
 import numpy as np
 import pytest
 
-from tinyattn.homework import commands
+from tinyattn.homework import commands, confine
+from tinyattn.homework.course import SHIPPED
 
 from .gradescope_box import Box, require_fences, require_isolation, solved_student, student_processes, student_venv
 
@@ -126,7 +127,7 @@ def student_visible(results):
     return "\n".join([results.get("output", "")] + [t["output"] for t in results["tests"]])
 
 
-CONFIGURATIONS = ["", "namespaces", "cgroup", "oom", "keyrings", "namespaces,cgroup,oom,keyrings"]
+CONFIGURATIONS = ["", "namespaces", "cgroup", "oom", "keyrings", "threads", ",".join(confine.FEATURES)]
 
 
 @pytest.mark.parametrize("without", [
@@ -134,7 +135,7 @@ CONFIGURATIONS = ["", "namespaces", "cgroup", "oom", "keyrings", "namespaces,cgr
 def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(assignment, tmp_path, without):
     """Behind every fence, and with each (and all) turned off, as on kernels that refuse them."""
     venv = require_isolation()
-    require_fences(*[f for f in ("namespaces", "cgroup", "oom", "keyrings") if f not in without.split(",")])
+    require_fences(*[f for f in confine.FEATURES if f not in without.split(",")])
     box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
     try:
         student = solved_student(assignment, str(tmp_path / "work"), TASKS)
@@ -300,7 +301,7 @@ def _recorded_answers(seed):
 
     Softmax.backward = staticmethod(recording)
     try:
-        reference = Reference(commands.TESTS_DIR)
+        reference = Reference(SHIPPED)
         for test in manifest_tests("softmax_backward"):
             reference.values(test, seed)
     finally:
@@ -309,7 +310,7 @@ def _recorded_answers(seed):
 
 
 def manifest_tests(task):
-    return [t.name for t in commands.scan_tests(commands.TESTS_DIR) if t.task == task]
+    return [t.name for t in commands.scan_tests(SHIPPED) if t.task == task]
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ import textwrap
 import pytest
 
 from tinyattn.homework import commands, trees
+from tinyattn.homework.course import SHIPPED
 
 from .gradescope_box import Box, require_fences, require_isolation, solved_student
 from .test_attacks import (
@@ -143,7 +144,7 @@ def test_without_namespaces_a_message_queue_stash_survives_and_the_log_says_so_f
 
 
 def _probes_source():
-    with open(os.path.join(commands.TESTS_DIR, "probes.py"), encoding="utf-8") as f:
+    with open(os.path.join(SHIPPED, "probes.py"), encoding="utf-8") as f:
         return f.read()
 
 

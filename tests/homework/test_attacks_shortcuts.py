@@ -223,3 +223,35 @@ def test_results_written_on_the_channel_before_the_runner_s_refusal_earn_nothing
     assert_only_the_honest_task_scores(watched_calls, results, log)
     assert "had more than one result on the results channel" in log
     assert "refused by the task's policy" in student_visible(results)
+
+
+# Autograd through the package's other ops, in a thread of the task's own: the runner's watch of the calls the
+# task's lines make is a profile hook, and a profile hook watches the thread that set it
+IN_A_THREAD = """
+import threading
+import tinyattn
+(y,) = ctx.saved_tensors
+found = {}
+def differentiate():
+    x = tinyattn.tensor(np.log(np.maximum(y, 1e-300)), requires_grad=True)
+    (x.exp() / x.exp().sum(dim=ctx.dim, keepdim=True)).backward(tinyattn.tensor(grad_output))
+    found["grad"] = x.grad.numpy()
+worker = threading.Thread(target=differentiate)
+worker.start()
+worker.join()
+return (found["grad"],)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("without, earns", [("", False), ("threads", True)], ids=["fenced", "threads allowed"])
+def test_autograd_in_a_thread_of_the_task_s_own_earns_nothing(watched_calls, without, earns):
+    """The same autograd in the task's own thread is not seen by the watch: with threads allowed (the fence turned
+    off) it earns the task's points. With the fence, the child can start no thread (a seccomp filter set before the
+    runner starts, which nothing inside can remove): the task earns nothing."""
+    results, log, _ = attack(watched_calls, IN_A_THREAD, isolated=True, timeout=60, without=without)
+    if earns:
+        assert earned(results, "softmax_backward") > 0, log[-3000:]
+        return
+    assert_only_the_honest_task_scores(watched_calls, results, log)
+    assert "can't start new thread" in log

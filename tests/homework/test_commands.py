@@ -54,7 +54,7 @@ def test_assign_grade_solve_end_to_end(tmp_path, capsys):
         for marker in ("BEGIN TASK", "END TASK", "# MUTANT:", "# STUB:"):
             assert marker not in text, (path, marker)
     assert sorted(p.name for p in (student / "tests").iterdir()) == [  # the public tests only
-        "assigned_tasks.txt", "check_tasks.py", "conftest.py", "pytest.ini"]
+        "assigned_tasks.txt", "check_tasks.py", "conftest.py", "probing.py", "pytest.ini"]
     assert not (student / "tinyattn" / "homework").exists()
     assert {"probes.py", "judges.py", "runner.py"} <= {p.name for p in (out / "autograder" / "tests").iterdir()}
     license_text = (pathlib.Path(__file__).parents[2] / "LICENSE").read_text(encoding="utf-8")
@@ -141,9 +141,7 @@ def test_teaching_docs_list_the_common_mistakes_as_generated(capsys):
     assert main(["mistakes"]) == 0
     printed = capsys.readouterr().out.rstrip("\n")
     assert generated == printed, "docs/teaching.md is stale: paste `python -m tinyattn.homework mistakes`"
-    from tinyattn.homework.mistakes import MISTAKES
-
-    assert printed.count("\n| `") == len(MISTAKES)
+    assert printed.count("\n| `") == len(commands.course_at(None).mistakes)
 
 
 def test_files_the_assignment_handed_out_are_not_noted_as_extra(tmp_path):
@@ -166,6 +164,7 @@ def test_teaching_docs_list_the_tasks_with_the_grader_s_points(capsys):
     assert main(["tasks", "--markdown"]) == 0
     assert generated == capsys.readouterr().out.rstrip("\n"), "docs/teaching.md is stale: paste `tasks --markdown`"
     _, _, tests, chosen = commands.load()
+    course = commands.course_at(None)
     for task in chosen:
         points = sum(t.points for t in tests if t.task == task)
-        assert f"| `{task}` | {commands.TASK_INFO[task]} | {points:g} |" in generated
+        assert f"| `{task}` | {course.tasks[task].about} | {points:g} |" in generated

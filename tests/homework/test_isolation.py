@@ -1,5 +1,6 @@
 """Each task is graded on its own: a blank or a bug elsewhere never costs a correct task its points."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import pytest
 
 from tinyattn.homework import commands
 from tinyattn.homework.__main__ import main
-from tinyattn.homework.mistakes import MISTAKES, Mistake
+from tinyattn.homework.course import SHIPPED, Mistake, load_course
 
 
 def assigned(tmp_path, tasks):
@@ -90,10 +91,12 @@ def test_check_finds_broken_isolation(monkeypatch):
     assert "5. isolation" in table and "HOLE" in table.split("5. isolation", 1)[1]
 
 
-def test_check_finds_a_mistake_no_test_catches(monkeypatch):
+def test_check_finds_a_mistake_no_test_catches():
+    course = load_course(SHIPPED)
     harmless = Mistake("adam_step", "v *= beta2", "v *= beta2 * 1.0", "not a mistake at all")
-    monkeypatch.setattr("tinyattn.homework.markers.MISTAKES", (*MISTAKES, harmless))
-    ok, table = commands.check(["adam_step"])
+    spec = course.tasks["adam_step"]
+    course.tasks["adam_step"] = dataclasses.replace(spec, mistakes=(*spec.mistakes, harmless))
+    ok, table = commands.check(["adam_step"], course=course)
     assert not ok
     hole = next(line for line in table.splitlines() if "HOLE" in line)
     assert "4. mistake caught" in hole and "v *= beta2 * 1.0" in hole

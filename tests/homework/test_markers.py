@@ -4,8 +4,8 @@ import ast
 
 import pytest
 
+from tinyattn.homework.course import Mistake
 from tinyattn.homework.markers import MarkerError, find_regions, parse_file, rewrite, write_package
-from tinyattn.homework.mistakes import Mistake
 
 SOURCE = '''def f(x):
     # BEGIN TASK double
@@ -87,7 +87,7 @@ def test_reference_and_mutant_rewrites_run():
         ("x = 1\n# END TASK", "without BEGIN"),
         ("# BEGIN TASK a\nx = 1\n", "never closed"),
         ("# BEGIN TASK a\n# just a comment\n# END TASK", "has no code"),
-        ("# BEGIN TASK a\nx = 1\n# MUTANT: x = 2\n# END TASK", "belong in tinyattn/homework/mistakes.py"),
+        ("# BEGIN TASK a\nx = 1\n# MUTANT: x = 2\n# END TASK", "belong in course.toml"),
         ("# STUB: x = 2\nx = 1", "outside a task region"),
         ("# BEGIN TASK\nx = 1\n# END TASK", "malformed"),
     ],

@@ -1,7 +1,7 @@
 """The call policy on the code (``policy.check``): what it refuses, and that it refuses no honest code.
 
 The false-positive rate is measured on the honest code there is: every task's reference and every
-common mistake of ``mistakes.py`` (an honest wrong answer, which must fail on its values, never be
+common mistake of the library's course (an honest wrong answer, which must fail on its values, never be
 refused), each also written the ways students write (blank lines, comments, tabs). It must be 0.
 """
 
@@ -12,6 +12,7 @@ import json
 import pytest
 
 from tinyattn.homework import commands, policy
+from tinyattn.homework.course import SHIPPED, load_course
 from tinyattn.homework.markers import region_variants, rewrite
 
 from .test_submission import VARIANTS, _honest, _reference
@@ -28,11 +29,13 @@ def _honest_variants():
 
 
 def test_no_honest_code_is_refused_by_its_task_s_default_policy():
-    """Read alone and in its file, as the grader reads it."""
+    """Read alone and in its file, as the grader reads it, under the policy the library's course gives the task."""
     checked, refused = 0, []
+    shipped = load_course(SHIPPED).tasks
     for task, name, code, where in _honest_variants():
         checked += 1
-        found = policy.check(code, policy.resolve(None, task)) + policy.check(code, policy.resolve(None, task), where)
+        rule = policy.resolve(shipped[task].policy, task)
+        found = policy.check(code, rule) + policy.check(code, rule, where)
         if found:
             refused.append((task, name, found))
     assert checked >= 200 and refused == [], f"{len(refused)} of {checked} honest variants refused: {refused[:3]}"
@@ -128,8 +131,10 @@ def test_the_open_policy_refuses_nothing_and_the_message_names_rule_line_and_rea
 
 
 def test_policies_resolve_by_name_by_fields_and_by_default_and_refuse_what_they_do_not_know():
-    assert policy.resolve(None, "softmax_backward") is DERIVE
-    assert policy.resolve(None, "attention") is policy.POLICIES["no-imports"]
+    shipped = load_course(SHIPPED).tasks  # the library's course names each task's policy
+    assert policy.resolve(shipped["softmax_backward"].policy, "softmax_backward") is DERIVE
+    assert policy.resolve(shipped["attention"].policy, "attention") is policy.POLICIES["no-imports"]
+    assert policy.resolve(None, "anything") is policy.POLICIES["no-imports"]  # a task whose course names none
     custom = policy.resolve({"imports": False, "calls": ["unbroadcast"]}, "matmul_backward")
     assert custom.calls == ("unbroadcast",) and not custom.imports and custom.dunder
     assert policy.resolve(policy.as_manifest(custom), "matmul_backward") == custom

@@ -7,10 +7,10 @@ reference itself misses at some seeds takes points from honest students at rando
 import numpy as np
 import pytest
 
-from tinyattn.homework.commands import TESTS_DIR
+from tinyattn.homework.course import SHIPPED
 from tinyattn.homework.grading import Reference
 
-REFERENCE = Reference(TESTS_DIR)
+REFERENCE = Reference(SHIPPED)
 
 # Seeds at which 300 Adam steps from a start drawn as 3 * N(0, 1) did not reach |p| < 0.05: a weight
 # that started beyond about ±10 was still on its way (3 of the first 3,000 seeds); then 200 more.

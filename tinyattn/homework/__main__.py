@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import traceback
 from typing import Sequence
 
@@ -67,8 +68,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("out")
     a.add_argument("--tasks", help="comma-separated task ids (default: all)")
     a.add_argument("--policy", type=_policies, default={}, metavar="TASK=POLICY[,...]",
-                   help="what a task's code may call: derive (the backward tasks' default), no-imports (the "
-                        "others'), open")
+                   help="what a task's code may call, instead of what course.toml says: derive, no-imports, open")
     c = sub.add_parser("check", help="self-check: reference passes; blanks, mistakes and isolation are right")
     c.add_argument("--tasks", help="comma-separated task ids (default: all)")
     c.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per test run (default 600)")
@@ -90,7 +90,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tasks", required=True, type=_task_list)
     t = sub.add_parser("tasks", help="list the tasks, their regions and their tests")
     t.add_argument("--markdown", action="store_true", help="print docs/teaching.md's table of the tasks instead")
-    sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
+    m = sub.add_parser("mistakes", help="print the common mistakes (the self-check's mutants) as a Markdown table")
+    for command in (a, c, g, s, t, m):
+        command.add_argument("--course", metavar="DIR",
+                             help="a course folder (with course.toml) to use instead of the library's own tasks"
+                             + ("; without --autograder, it is assigned afresh to grade" if command is g else ""))
     sub.add_parser("guide", help="print the instructor's guide (docs/teaching.md), shipped with the package")
     return p
 
@@ -101,13 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import commands
 
     try:
+        course = commands.course_at(args.course) if getattr(args, "course", None) else None
         if args.command == "assign":
-            data = commands.assign(args.out, _task_list(args.tasks), args.policy)
+            data = commands.assign(args.out, _task_list(args.tasks), args.policy, course)
             total = sum(t["points"] for t in data["tasks"].values())
             print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
                   f"{args.out}/gradescope_autograder.zip: {len(data['tasks'])} tasks, {total:g} points")
         elif args.command == "check":
-            ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout, progress=_tell_progress)
+            ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout, progress=_tell_progress,
+                                       course=course)
             print(table)
             return 0 if ok else 1
         elif args.command == "grade":
@@ -115,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise commands.HomeworkError("grade: --gradescope needs --json RESULTS_JSON")
             beside = os.path.join(os.path.dirname(os.path.abspath(args.student_dir)), "autograder")
             autograder = args.autograder or beside
+            if course is not None and not args.autograder:  # the course's autograder, made afresh
+                made = tempfile.mkdtemp(prefix="tinyattn-course-")
+                commands.assign(os.path.join(made, "out"), None, None, course)
+                autograder = os.path.join(made, "out", "autograder")
             try:
                 _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
                                           private=tuple(args.private), adopt_orphans=True,
@@ -132,19 +142,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0 if args.gradescope else 1
             print(table)
         elif args.command == "solve":
-            commands.solve(args.student_dir, args.tasks)
+            commands.solve(args.student_dir, args.tasks, course)
             print(f"restored the reference code of {','.join(args.tasks)} in {args.student_dir}")
         elif args.command == "guide":
             from .shipped import shipped_text
 
             print(shipped_text("teaching.md"), end="")
         elif args.command == "mistakes":
-            commands.load()  # every mistake must still name a line of its task
-            print(commands.mistakes_markdown())
+            commands.load(None, course)  # every mistake must still name a line of its task
+            print(commands.mistakes_markdown(course))
         elif args.command == "tasks" and args.markdown:
-            print(commands.tasks_markdown())
+            print(commands.tasks_markdown(course))
         elif args.command == "tasks":
-            _, regions, tests, chosen = commands.load()
+            _, regions, tests, chosen = commands.load(None, course)
             for task in chosen:
                 where = ", ".join(f"{r.path}:{r.begin + 1}" for r in regions[task])
                 points = sum(t.points for t in tests if t.task == task)

@@ -19,6 +19,7 @@ from typing import Callable
 import tinyattn
 
 from . import confine, policy, sandbox, trees, untrusted
+from .course import HARNESS, SHIPPED, Course, CourseError, TaskSpec, load_course
 from .grading import GradedTest, Outcome, Reference, TaskRun, feedback, manifest, run_graded, run_tests, scan_tests
 from .markers import (
     MarkerError,
@@ -26,7 +27,6 @@ from .markers import (
     Region,
     fill_task,
     find_regions,
-    package_files,
     region_variants,
     write_package,
 )
@@ -34,22 +34,6 @@ from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(tinyattn.__file__))
-TESTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "task_tests")
-
-# What the student writes, per task (README_STUDENT.md and docs/teaching.md)
-TASK_INFO = {
-    "unbroadcast": "`unbroadcast(grad, shape)`: sum a gradient back to the shape of an input that was broadcast",
-    "matmul_backward": "`dA = dC Bᵀ`, `dB = Aᵀ dC` for batched matmul with broadcast batch dims",
-    "linear_forward": "`Y = X Wᵀ + b`, the weight stored (out, in)",
-    "shape_backward": "the backward of `reshape` and of `transpose`",
-    "softmax_backward": "`dX = Y ⊙ (dY − rowsum(dY ⊙ Y))`",
-    "log_softmax_backward": "`dX = dY − exp(Y) ⊙ rowsum(dY)` (and so cross-entropy's gradient)",
-    "attention": "`softmax(Q Kᵀ / √d_k + mask) V`, returning the output and the weights",
-    "mha_split_heads": "`(B, n, E) -> (B, h, n, d_k)` for Q, K and V",
-    "mha_merge_heads": "`(B, h, n, d_k) -> (B, n, E)`",
-    "adam_step": "Adam's moment updates, bias correction and step",
-}
-
 
 class HomeworkError(ValueError):
     """A command that cannot do what it was asked; the message says why, in one line."""
@@ -58,14 +42,26 @@ class HomeworkError(ValueError):
 Loaded = tuple[dict[str, list[str]], dict[str, list[Region]], list[GradedTest], list[str]]
 
 
-def load(tasks: list[str] | None = None, package_dir: str = PACKAGE_DIR) -> Loaded:
-    """The marked files, their task regions, the graded tests, and the chosen task ids (validated)."""
-    files = package_files(package_dir)
-    regions = find_regions(files)
-    tests = scan_tests(TESTS_DIR)
+def course_at(folder: str | None) -> Course:
+    """The course in ``folder`` (None: the library's own), or ``HomeworkError`` saying what is wrong with it."""
+    try:
+        return load_course(SHIPPED if folder is None else folder)
+    except CourseError as err:
+        raise HomeworkError(str(err)) from None
+
+
+def load(tasks: list[str] | None = None, course: Course | None = None) -> Loaded:
+    """The course's marked files, their task regions, the graded tests, and the chosen task ids (validated)."""
+    course = course or course_at(None)
+    files = course.read_files()
+    regions = find_regions(files, course.mistakes)
+    tests = scan_tests(course.tests)
     if tasks is not None and not tasks:
         raise MarkerError("no task given (--tasks needs at least one task id)")
-    chosen = list(regions) if tasks is None else tasks
+    unlisted = [t for t in regions if t not in course.tasks]
+    if unlisted and not course.assigned:
+        raise MarkerError(f"task(s) with a region but no [tasks.<id>] table in course.toml: {', '.join(unlisted)}")
+    chosen = list(course.tasks) if tasks is None else tasks
     unknown = [t for t in chosen if t not in regions]
     if unknown:
         raise MarkerError(f"unknown task(s): {', '.join(unknown)} (known: {', '.join(regions)})")
@@ -75,18 +71,44 @@ def load(tasks: list[str] | None = None, package_dir: str = PACKAGE_DIR) -> Load
     orphan = sorted({x.task for x in tests} - set(regions))
     if orphan:
         raise MarkerError(f"tests name task(s) with no region in the source: {', '.join(orphan)}")
+    for task in chosen:
+        points = sum(t.points for t in tests if t.task == task)
+        if points != course.tasks[task].points:
+            raise MarkerError(f"course.toml: task {task} has points = {course.tasks[task].points:g}, but its probes "
+                              f"give {points:g}")
     return files, regions, tests, chosen
 
 
-PUBLIC_TESTS = ("check_tasks.py", "conftest.py", "pytest.ini")  # what a student copy gets
+def _copy_tests(course: Course, dest: str, hidden: bool) -> None:
+    """The public tests (a student copy), or those and the graded probes, judges and runner (the autograder).
 
-
-def _copy_tests(dest: str, hidden: bool) -> None:
-    """The public tests (a student copy), or those and the graded probes, judges and runner (the autograder)."""
+    The library's ``conftest.py`` and ``pytest.ini`` (and, for the autograder, its runner and judges) come
+    first; a course's own files of those names replace them, except the runner, which is always the library's."""
     os.makedirs(dest, exist_ok=True)
-    for name in sorted(os.listdir(TESTS_DIR)):
-        if name.endswith((".py", ".ini")) and (hidden or name in PUBLIC_TESTS):
-            shutil.copy(os.path.join(TESTS_DIR, name), os.path.join(dest, name))
+    for name in ("conftest.py", "pytest.ini", "probing.py") + (("judges.py", "runner.py") if hidden else ()):
+        shutil.copy(os.path.join(HARNESS, name), os.path.join(dest, name))
+    for name in sorted(os.listdir(course.tests)):
+        public = name.startswith("check_") and name.endswith(".py") or name in ("conftest.py", "pytest.ini")
+        if name != "runner.py" and (public or hidden and name.endswith((".py", ".ini"))):
+            shutil.copy(os.path.join(course.tests, name), os.path.join(dest, name))
+
+
+def _anchor(regions: dict[str, list[Region]]) -> str:
+    """What a submission's folder holds at its top, whose place says where it is: the first part of the path of
+    the first file with a task (``tinyattn``, for the library's own course)."""
+    first = next(r.path for rs in regions.values() for r in rs)
+    return first.split("/")[0]
+
+
+def _write_task_package(files: dict[str, list[str]], regions: dict[str, list[Region]], dest: str,
+                        **how: object) -> dict[tuple[str, int], tuple[int, int]]:
+    """``write_package``; for a course of its own, the library it builds on (``import tinyattn``) beside its
+    files, without the homework: the code under test imports it from there, as the grader's own copy."""
+    spans = write_package(files, regions, dest, **how)  # type: ignore[arg-type]
+    if not any(rel.startswith("tinyattn/") for rel in files):
+        shutil.copytree(PACKAGE_DIR, os.path.join(dest, "tinyattn"),
+                        ignore=shutil.ignore_patterns("homework", "__pycache__"))
+    return spans
 
 
 def _write_marked(files: dict[str, list[str]], dest: str) -> None:
@@ -98,27 +120,33 @@ def _write_marked(files: dict[str, list[str]], dest: str) -> None:
             f.write("\n".join(lines))
 
 
-def student_readme(data: dict, regions: dict[str, list[Region]]) -> str:
+def student_readme(data: dict, regions: dict[str, list[Region]], course: Course) -> str:
     """README_STUDENT.md: the tasks, where they are, how to test one, what to hand in."""
     rows = ["| task | points | file | what to write |", "| --- | --- | --- | --- |"]
     rules = []
     for task, info in data["tasks"].items():
         where = ", ".join(sorted({r.path for r in regions[task]}))
-        rows.append(f"| `{task}` | {info['points']:g} | `{where}` | {TASK_INFO.get(task, '')} |")
+        rows.append(f"| `{task}` | {info['points']:g} | `{where}` | {course.tasks[task].about} |")
         rule = policy.resolve(info.get("policy"), task)
         rules.append(f"- `{task}`: your code {rule.describe()}" + (f" ({rule.why})." if rule.why else "."))
     first = next(iter(data["tasks"]))
-    return f"""# tinyattn homework
+    anchor = _anchor(regions)
+    own = anchor != "tinyattn"  # a course of its own, which builds on an installed tinyattn
+    where = anchor if anchor.endswith("/") or not anchor.endswith(".py") else "."
+    hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
+               if not own else "this folder, whole (zip it, or upload the folder)")
+    needs = "\nThe files build on tinyattn: run them where it is installed (`pip install tinyattn`).\n" if own else ""
+    return f"""# {course.name}
 
 Your tasks:
 
 {chr(10).join(rows)}
-
+{needs}
 Each task is a `# TODO(task <id>): write this part` line followed by
 `raise NotImplementedError(...)`. Replace the `raise` line with your code; change nothing
 else in the files (edits outside the task lines are not graded). Find them with:
 
-    grep -rn "TODO(task" tinyattn
+    grep -rn "TODO(task" {where}
 
 Run the public tests of every task, or of one task (each test names its task):
 
@@ -130,20 +158,22 @@ What each task's code may use (the grader checks it, and refuses code that does 
 {chr(10).join(rules)}
 
 Tests of tasks not in this assignment are skipped. Locally a blank task can make the
-tests of another fail (attention needs its heads split); the grader does not: each
-task is graded with every other task's code taken from the reference.
+tests of another fail; the grader does not: each task is graded with every other task's
+code taken from the reference.
 
-**What to hand in:** the `tinyattn` folder, whole (zip it, or upload the folder). Single
-files cannot be graded. More tests, hidden from you, grade the same tasks.
+**What to hand in:** {hand_in}. More tests, hidden from you, grade the same tasks.
 """
 
 
-def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | None = None) -> dict:
+def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | None = None,
+           course: Course | None = None) -> dict:
     """Write ``out/student``, ``out/autograder``, ``out/manifest.json`` and ``out/gradescope_autograder.zip``.
 
-    ``policies``: task -> the name of its call policy (``policy.POLICIES``), for tasks that should not
-    have their default (``policy.default_for``); the manifest holds each task's."""
-    files, regions, tests, chosen = load(tasks)
+    ``course``: the course to assign from (default: the library's own). ``policies``: task -> the name of its
+    call policy (``policy.POLICIES``), for tasks that should not have the one their course gives them; the
+    manifest holds each task's."""
+    course = course or course_at(None)
+    files, regions, tests, chosen = load(tasks, course)
     unknown = sorted(set(policies or {}) - set(chosen))
     if unknown:
         raise HomeworkError(f"assign: --policy names task(s) not assigned: {', '.join(unknown)}")
@@ -156,8 +186,11 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
         write_package(files, regions, student, blank=set(chosen))
         write_package(files, regions, os.path.join(autograder, "reference"), blank=set())
         _write_marked(files, os.path.join(autograder, "marked"))
-        _copy_tests(os.path.join(student, "tests"), hidden=False)
-        _copy_tests(os.path.join(autograder, "tests"), hidden=True)
+        _copy_tests(course, os.path.join(student, "tests"), hidden=False)
+        for rel in course.handout:  # the course's other files for the student (data, a notebook of notes)
+            os.makedirs(os.path.dirname(os.path.join(student, rel)) or student, exist_ok=True)
+            shutil.copy(os.path.join(course.root, rel), os.path.join(student, rel))
+        _copy_tests(course, os.path.join(autograder, "tests"), hidden=True)
         with open(os.path.join(student, "tests", "assigned_tasks.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(chosen) + "\n")
         license_text = shipped_text("LICENSE")
@@ -165,15 +198,18 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
             with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
                 f.write(license_text)
         data = manifest(tests, chosen)
+        data["course"] = {"name": course.name, "files": list(files)}
         for task, info in data["tasks"].items():
             try:
-                info["policy"] = policy.as_manifest(policy.resolve((policies or {}).get(task), task))
+                spec = (policies or {}).get(task, course.tasks[task].policy)
+                info["policy"] = policy.as_manifest(policy.resolve(spec, task))
             except ValueError as err:
                 raise HomeworkError(f"assign: {err}") from None
         with open(os.path.join(student, "README_STUDENT.md"), "w", encoding="utf-8") as f:
-            f.write(student_readme(data, regions))
-        # (what the student copy holds besides the package: a submission may hand it back, and it is not extra)
-        data["handed_out"] = sorted(rel for rel in trees.files(student).files if not rel.startswith("tinyattn/"))
+            f.write(student_readme(data, regions, course))
+        # (what the student copy holds besides the course's files: a submission may hand it back, and it is not
+        # extra)
+        data["handed_out"] = sorted(rel for rel in trees.files(student).files if rel not in files)
         for path in (os.path.join(tmp, "manifest.json"), os.path.join(autograder, "manifest.json")):
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
@@ -271,11 +307,12 @@ def gradescope_zip(autograder: str, path: str) -> None:
                 z.write(full, os.path.join("autograder", os.path.relpath(full, autograder)))
 
 
-def solve(student_dir: str, tasks: list[str]) -> None:
+def solve(student_dir: str, tasks: list[str], course: Course | None = None) -> None:
     """Put the reference code of ``tasks`` back into a student copy (e.g. to release solutions)."""
-    if not os.path.isdir(os.path.join(student_dir, "tinyattn")):
-        raise HomeworkError(f"solve: {student_dir} is not a student copy (it has no tinyattn folder)")
-    files, regions, _, chosen = load(tasks)
+    files, regions, _, chosen = load(tasks, course)
+    anchor = _anchor(regions)
+    if not os.path.exists(os.path.join(student_dir, anchor)):
+        raise HomeworkError(f"solve: {student_dir} is not a student copy of this course (it has no {anchor})")
     for task in chosen:
         for region in regions[task]:
             if not fill_task(os.path.join(student_dir, region.path), region, files[region.path]):
@@ -290,7 +327,7 @@ def _task_packages(
     roots = {}
     for task in tasks:
         roots[task] = os.path.join(dest, task)
-        write_package(files, regions, roots[task], blank=set(), given=package_for(task, regions, reading))
+        _write_task_package(files, regions, roots[task], blank=set(), given=package_for(task, regions, reading))
     return roots
 
 
@@ -299,13 +336,14 @@ def check(
     timeout: float = 600.0,
     workers: int = 2,
     progress: Callable[[int, int, str], None] | None = None,
+    course: Course | None = None,
 ) -> tuple[bool, str]:
     """The self-check: are the reference, the blanks, the mistakes and the isolation each as they should be?
 
     1. the reference passes every test;
     2. the student copy fails every graded test (each task graded on its own, as ``grade`` does);
     3. blanking each task alone fails every one of its own tests;
-    4. every common mistake (``mistakes.py``), planted alone, fails at least one test of its task;
+    4. every common mistake (the task's ``mistakes`` in course.toml), planted alone, fails a test of its task;
     5. isolation: a student copy where only task T is solved is graded, for T, on a package
        identical to the reference, so T earns the full points check 1 showed;
     6. the call policy: each task's refuses neither its reference nor any of its mistakes (on the
@@ -313,15 +351,18 @@ def check(
     ``progress(done, total, what)`` is called as each of the test runs ends (``homework check``
     prints it). Returns ``(ok, table)``.
     """
-    files, regions, tests, chosen = load(tasks)
+    course = course or course_at(None)
+    files, regions, tests, chosen = load(tasks, course)
     graded = [t for t in tests if t.task in chosen]
-    public = [t for t in scan_tests(TESTS_DIR, "check_*.py") if t.task in chosen]
+    public = [t for t in scan_tests(course.tests, "check_*.py") if t.task in chosen]
     rows: list[tuple[str, str, str, bool]] = []  # (check, subject, detail, ok)
     seed = secrets.randbits(31)
-    reference = Reference(TESTS_DIR)
+    reference = Reference(course.tests, course.root)
     for t in graded:  # here, before the threads: the reference's probes share tinyattn's global state
         reference.values(t.name, seed)
     with tempfile.TemporaryDirectory() as tmp:
+        public_tests = os.path.join(tmp, "public_tests")  # as a student copy has them
+        _copy_tests(course, public_tests, hidden=False)
         # (label, subject, blank set, mutant, mutant path, tests, expectation); public tests run under pytest
         jobs: list[tuple[str, str, set[str], Mutant | None, str | None, list[GradedTest], str]] = []
         jobs.append(("1. reference passes", "all tasks", set(), None, None, graded, "all pass"))
@@ -341,14 +382,15 @@ def check(
         roots, spans = [], []
         for index, (_, _, blank, mutant, mutant_path, _, _) in enumerate(jobs):
             roots.append(os.path.join(tmp, f"variant{index}"))
-            spans.append(write_package(files, regions, roots[-1], blank=blank, mutant=mutant, mutant_path=mutant_path))
+            spans.append(_write_task_package(files, regions, roots[-1], blank=blank, mutant=mutant,
+                                             mutant_path=mutant_path))
         limits = sandbox.Limits(seconds=timeout)
-        rules = {task: policy.resolve(None, task) for task in chosen}  # (each task's default, at run time too)
+        rules = {task: policy.resolve(course.tasks[task].policy, task) for task in chosen}  # (at run time too)
 
         def run(index: int) -> tuple[tuple[str, str, str, bool], dict[str, Outcome]]:
             label, subject, _, mutant, _, job_tests, expect = jobs[index]
             if subject.endswith("(public tests)"):
-                outcomes = run_tests(roots[index], TESTS_DIR, job_tests, timeout=timeout)
+                outcomes = run_tests(roots[index], public_tests, job_tests, timeout=timeout)
             else:
                 def write(dest: str, root: str = roots[index], spans: dict = spans[index]) -> dict:
                     shutil.copytree(root, dest)
@@ -394,7 +436,7 @@ def check(
             "every graded test failed with its task blank" if not survivors
             else f"still passing: {', '.join(survivors)}"), not survivors))
         rows += isolation_rows(files, regions, chosen, os.path.join(tmp, "isolation"))
-        rows += policy_rows(files, regions, chosen)
+        rows += policy_rows(files, regions, chosen, rules)
     width = max(len(r[1]) for r in rows)
     lines = [f"{'check':<24} {'subject':<{width}}  {'result':<6} detail", "-" * (width + 60)]
     for label, subject, detail, ok in rows:
@@ -427,12 +469,12 @@ def isolation_rows(
 
 
 def policy_rows(
-    files: dict[str, list[str]], regions: dict[str, list[Region]], chosen: list[str]
+    files: dict[str, list[str]], regions: dict[str, list[Region]], chosen: list[str], rules: dict[str, policy.Policy]
 ) -> list[tuple[str, str, str, bool]]:
-    """Check 6: each task's call policy (its default) refuses neither the reference nor any common mistake."""
+    """Check 6: each task's call policy (its course's) refuses neither the reference nor any common mistake."""
     rows = []
     for task in chosen:
-        rule, variants, refused = policy.resolve(None, task), 0, []
+        rule, variants, refused = rules[task], 0, []
         for region in regions[task]:
             for name, code in region_variants(files[region.path], region):
                 variants += 1
@@ -449,23 +491,22 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def tasks_markdown() -> str:
-    """The tasks table of docs/teaching.md: each task, what the student writes (``TASK_INFO``) and its points, the
-    sum of its graded probes' points (so that the page and the grader cannot disagree)."""
-    _, _, tests, chosen = load()
+def tasks_markdown(course: Course | None = None) -> str:
+    """The tasks table of docs/teaching.md: each task, what the student writes and its points, from the course
+    file (``load`` checks its points against the probes', so the page and the grader cannot disagree)."""
+    course = course or course_at(None)
+    _, _, _, chosen = load(None, course)
     lines = ["| task | what the student writes | points |", "| --- | --- | --- |"]
     for task in chosen:
-        points = sum(t.points for t in tests if t.task == task)
-        lines.append(f"| `{task}` | {TASK_INFO.get(task, '')} | {points:g} |")
+        lines.append(f"| `{task}` | {course.tasks[task].about} | {course.tasks[task].points:g} |")
     return "\n".join(lines)
 
 
-def mistakes_markdown() -> str:
-    """The "Common mistakes" table of docs/teaching.md, from ``mistakes.py``."""
-    from .mistakes import MISTAKES
-
+def mistakes_markdown(course: Course | None = None) -> str:
+    """The "Common mistakes" table of docs/teaching.md, from the course file."""
+    course = course or course_at(None)
     lines = ["| task | instead of | a student writes | why it is wrong |", "| --- | --- | --- | --- |"]
-    for m in MISTAKES:
+    for m in course.mistakes:
         right = m.replaces.split("  #")[0]  # the shape comment is not part of the answer
         lines.append(f"| `{m.task}` | `{right}` | `{m.wrong}` | {m.why} |")
     return "\n".join(lines)
@@ -579,21 +620,22 @@ def grade(
         raise HomeworkError(f"grade: manifest.json: {err}") from None
     if not os.path.isdir(student_dir):
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
-    package_root = find_package(student_dir)
+    course = _assigned_course(autograder_dir, data)
+    files, regions, _, chosen = load(list(data["tasks"]), course)
+    anchor = _anchor(regions)
+    package_root = find_package(student_dir, anchor)
     if package_root is None:
         found = sorted(untrusted.text(name, 80) for name in itertools.islice(os.listdir(student_dir), 1000))
         listed = ", ".join(found[:8]) + (", ..." if len(found) > 8 else "") if found else "nothing"
+        what = f"{anchor} folder" if os.path.isdir(os.path.join(course.root, anchor)) else anchor
         raise HomeworkError(
-            f"grade: no tinyattn folder in the submission (found: {listed}); hand in the whole tinyattn "
-            "folder of your student copy, not single files"
+            f"grade: no {what} in the submission (found: {listed}); hand in the whole "
+            f"{what if anchor == 'tinyattn' else 'folder'} of your student copy, not single files"
         )
     log: list[str] = []
     table: list[tuple[str, int, int, float, float]] = []
     try:
-        marked = os.path.join(autograder_dir, "marked", "tinyattn")
-        files, regions, _, chosen = load(list(data["tasks"]), marked if os.path.isdir(marked) else PACKAGE_DIR)
-        tests_dir = os.path.join(autograder_dir, "tests")
-        reference = Reference(tests_dir if os.path.isfile(os.path.join(tests_dir, "probes.py")) else TESTS_DIR)
+        reference = Reference(course.tests, course.root)
         iso = sandbox.isolation(private, adopt_orphans=adopt_orphans, without=without)
         log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}, behind every fence")
         log += iso.fences.remarks if iso.fences else []
@@ -609,7 +651,7 @@ def grade(
             given = package_for(task, regions, reading)
 
             def write(dest: str, given: dict = given) -> dict:
-                return write_package(files, regions, dest, blank=set(), given=given)
+                return _write_task_package(files, regions, dest, blank=set(), given=given)
 
             task_tests = [GradedTest(**t) for t in info["tests"]]
             rule = rules[task]
@@ -646,6 +688,18 @@ def grade(
     lines += [f"note: extra file in the submission (not read): {name}" for name in reading.extra]
     lines += [f"log: {line}" for line in log]
     return results, "\n".join(lines)
+
+
+def _assigned_course(autograder_dir: str, data: dict) -> Course:
+    """The course an autograder folder grades: its marked files, its tests and its manifest's tasks."""
+    files = data.get("course", {}).get("files")
+    if not isinstance(files, list) or not os.path.isdir(os.path.join(autograder_dir, "marked")):
+        raise HomeworkError(f"grade: {autograder_dir} was made by an older tinyattn (its manifest names no course "
+                            "files); make it again with `assign`")
+    tasks = {task: TaskSpec(task, "", float(info["points"]), info.get("policy"))
+             for task, info in data["tasks"].items()}
+    return Course(autograder_dir, str(data["course"].get("name", "")), os.path.join(autograder_dir, "marked"),
+                  [str(rel) for rel in files], os.path.join(autograder_dir, "tests"), tasks=tasks, assigned=True)
 
 
 def failed_results(autograder_dir: str, reason: str) -> dict:

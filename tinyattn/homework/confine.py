@@ -3,7 +3,7 @@
 Killing a task's processes and deleting its files at the end is not enough: a process can
 leave behind objects that belong to no process and to no folder the grader knows, and use
 memory that no ``RLIMIT_AS`` counts. So, before the child becomes the student user, it is
-put behind four fences, each probed once (``probe``) and each reported when it is missing:
+put behind five fences, each probed once (``probe``) and each reported when it is missing:
 
 * **namespaces** (``unshare``): a new IPC namespace, so its System V objects and POSIX
   message queues exist only for it and die with its last process; and a new mount namespace
@@ -18,7 +18,11 @@ put behind four fences, each probed once (``probe``) and each reported when it i
   so a machine out of memory kills the student's code, not the grader;
 * **keyrings**: the child gets a session keyring of its own, and the keyrings that outlive a
   session (the student user's user, user-session and persistent keyrings) are cleared before
-  and after each task.
+  and after each task;
+* **no threads or processes** (a seccomp filter, the last thing before exec): the system calls
+  that start a thread or a process fail for the child and for all it runs. A filter cannot be
+  removed, so the task's code cannot switch it off, and no thread of its can run where the
+  runner's watch of its calls (a profile hook, per thread) does not see it.
 
 ``Fences`` says which hold; ``enter`` is what the child runs (``preexec_fn``) before it
 execs the runner: fences first, as root, then the switch to the student user.
@@ -44,7 +48,7 @@ KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PER
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # fresh for each child, with /dev/mqueue
 # and its home (a folder that is a link to another, or missing, is skipped)
-FEATURES = ("namespaces", "cgroup", "oom", "keyrings")
+FEATURES = ("namespaces", "cgroup", "oom", "keyrings", "threads")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -62,6 +66,50 @@ def _mount(source: str | None, target: str, kind: str | None, flags: int, option
 
 
 _KEYCTL_NUMBER = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number
+EPERM, ENOSYS = 1, 38
+# Per machine: the architecture seccomp sees, and the system calls that start a thread or a process, with the
+# error each gets (clone3 gets ENOSYS: its flags are in memory, where a filter cannot read them, and on ENOSYS the
+# C library falls back to clone)
+_STARTS = {"x86_64": (0xC000003E, {56: EPERM, 57: EPERM, 58: EPERM, 435: ENOSYS}),  # clone, fork, vfork, clone3
+           "aarch64": (0xC00000B7, {220: EPERM, 435: ENOSYS})}  # clone, clone3
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # the classic-BPF instructions used
+X32_SYSCALL_BIT = 0x40000000  # x86_64's other numbering of the same calls
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def no_threads_or_processes() -> None:
+    """From here on this process, and whatever it execs, can start no thread and no process.
+
+    A seccomp filter: the kernel runs it on every system call. It reads the call's architecture (offset 4 of
+    ``struct seccomp_data``) and number (offset 0); clone, fork, vfork and clone3 return an error, every other call
+    runs. A filter is never removed, and ``no_new_privs`` (which it needs) is never cleared."""
+    arch, starts = _STARTS.get(os.uname().machine, (None, {}))
+    if arch is None:
+        raise OSError(ENOSYS, f"no system call numbers for {os.uname().machine}")
+    program = [(BPF_LD_W_ABS, 0, 0, 4),
+               (BPF_JEQ_K, 1, 0, arch),  # another architecture's numbering (i386 calls on x86_64): refused
+               (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS),
+               (BPF_LD_W_ABS, 0, 0, 0)]
+    if arch == _STARTS["x86_64"][0]:
+        program += [(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS)]
+    for number, error in starts.items():
+        program += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | error)]
+    program.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    instructions = (_SockFilter * len(program))(*program)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), "prctl(PR_SET_NO_NEW_PRIVS)")
+    fprog = _SockFprog(len(program), instructions)
+    _check(_libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), "prctl(PR_SET_SECCOMP)")
 
 
 def mounts() -> list[tuple[str, str, int]]:
@@ -103,6 +151,7 @@ class Fences:
     cgroup_version: int = 0
     oom: bool = False
     keyrings: bool = False
+    threads: bool = False  # the child can start no thread or process
     missing: dict[str, str] = field(default_factory=dict)  # fence -> why it does not hold
     remarks: list[str] = field(default_factory=list)  # how the fences that hold are set, for the log
     task_memory: int = 4 << 30  # bytes for all of one task's processes, shared memory and files
@@ -215,6 +264,25 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
             fences.keyrings = True  # (ENOSYS or EPERM: keyrings are off here, e.g. under a seccomp filter)
         else:
             fences.missing["keyrings"] = "the kernel refuses keyctl, so no process can keep keys either"
+    if "threads" not in without:
+        pid = os.fork()
+        if pid == 0:  # a throwaway child: the filter holds if its own fork then fails
+            try:
+                no_threads_or_processes()
+                try:
+                    grandchild = os.fork()
+                except OSError:
+                    os._exit(0)
+                if grandchild == 0:
+                    os._exit(0)
+                os._exit(1)
+            except BaseException:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) == 0:
+            fences.threads = True
+        else:
+            fences.missing["threads"] = "the kernel refused a seccomp filter, or has no numbers for this machine"
     return fences
 
 
@@ -329,6 +397,8 @@ class Entry:
                 _keyctl(KEYCTL_CLEAR, persistent)
             for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
                 _keyctl(KEYCTL_CLEAR, keyring)
+        if self.fences.threads:
+            no_threads_or_processes()
 
 
 def clear_keyrings(uid: int, gid: int, python: str) -> None:

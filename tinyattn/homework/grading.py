@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Callable
 
 from . import policy, sandbox
+from .course import HARNESS
 from .markers import Region
 from .policy import Policy
 
@@ -167,12 +168,20 @@ def load_module(tests_dir: str, name: str) -> ModuleType:
 
 
 class Reference:
-    """The reference's result of each probe, per seed, computed in this process by its own tinyattn."""
+    """The reference's result of each probe, per seed, computed in this process by its own tinyattn.
 
-    def __init__(self, tests_dir: str):
+    ``source_root``: where the course's marked files are (their regions hold the reference); the probes import
+    them from there. A course's tests without a ``judges.py`` are judged by the library's."""
+
+    def __init__(self, tests_dir: str, source_root: str | None = None):
         self.tests_dir = tests_dir
+        if source_root is not None and source_root not in sys.path:
+            sys.path.append(source_root)  # (after this process's own: the library's tinyattn stays the one imported)
+        if "probing" not in sys.modules:  # what the probes are written with (``from probing import task``)
+            sys.modules["probing"] = load_module(HARNESS, "probing")
         self.probes = load_module(tests_dir, "probes")
-        self.judges = load_module(tests_dir, "judges")
+        own = os.path.isfile(os.path.join(tests_dir, "judges.py"))
+        self.judges = load_module(tests_dir if own else HARNESS, "judges")
         self._cache: dict[tuple[str, int], dict] = {}
         with open(os.path.join(tests_dir, PROBES_FILE), encoding="utf-8") as f:
             self._lines = f.read().split("\n")
@@ -251,7 +260,7 @@ def run_graded(
     rules = policies or {}
     if any(not rules[t.task].numerical for t in tests if t.task in rules):
         limits = dataclasses.replace(limits, cpu=policy.DERIVED_CPU)
-    work = sandbox.make_workdir([os.path.join(reference.tests_dir, "runner.py")], iso)
+    work = sandbox.make_workdir([os.path.join(HARNESS, "runner.py"), os.path.join(HARNESS, "probing.py")], iso)
     try:
         with open(os.path.join(work.harness, PROBES_FILE), "w", encoding="utf-8") as f:
             f.write(reference.probes_for([t.name for t in tests]))

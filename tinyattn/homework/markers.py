@@ -11,7 +11,7 @@ A task region is a run of lines between two comments, so the reference runs unch
 * In a student copy the region becomes ``# TODO(task <id>): ...`` and
   ``raise NotImplementedError("task <id>")`` at the ``BEGIN`` line's indentation,
   or the lines given by ``# STUB: <line>`` comments inside the region.
-* The plausible wrong answers (``mistakes.py``) each name a line of a region; a
+* The plausible wrong answers (a task's ``mistakes`` in ``course.toml``) each name a line of a region; a
   mutant variant of the package has that one line replaced. Markers never
   reach a student copy.
 * One task id may have several regions (e.g. two functions).
@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .mistakes import MISTAKES, Mistake
+from .course import Mistake
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN TASK (?P<id>[a-z][a-z0-9_]*)\s*$")
 END = re.compile(r"^\s*# END TASK\s*$")
@@ -93,7 +93,8 @@ def parse_file(path: str, rel: str, lines: list[str]) -> list[Region]:
             current.stub.append(m["code"])
         elif ANY_MARKER.search(line):
             if "MUTANT:" in line:
-                raise MarkerError(f"{where}: wrong answers belong in tinyattn/homework/mistakes.py, not in the source")
+                raise MarkerError(f"{where}: wrong answers belong in course.toml (a task's mistakes), not in the "
+                                  "source")
             raise MarkerError(f"{where}: malformed task marker: {line.strip()!r}")
     if current is not None:
         raise MarkerError(f"{rel}:{current.begin + 1}: BEGIN TASK {current.task} is never closed by END TASK")
@@ -118,13 +119,13 @@ def package_files(package_dir: str) -> dict[str, list[str]]:
     return files
 
 
-def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] | None = None) -> dict[str, list[Region]]:
-    """``task id -> its regions`` over all files, each region with the mistakes (default: ``MISTAKES``) on it."""
+def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] = ()) -> dict[str, list[Region]]:
+    """``task id -> its regions`` over all files, each region with the ``mistakes`` of its task on it."""
     tasks: dict[str, list[Region]] = {}
     for rel, lines in files.items():
         for region in parse_file(rel, rel, lines):
             tasks.setdefault(region.task, []).append(region)
-    for mistake in MISTAKES if mistakes is None else mistakes:
+    for mistake in mistakes:
         attach(mistake, tasks, files)
     return tasks
 
@@ -132,7 +133,7 @@ def find_regions(files: dict[str, list[str]], mistakes: tuple[Mistake, ...] | No
 def attach(mistake: Mistake, tasks: dict[str, list[Region]], files: dict[str, list[str]]) -> None:
     """Find the one reference line ``mistake`` replaces in its task's regions; add it there as a ``Mutant``."""
     if mistake.task not in tasks:
-        raise MarkerError(f"mistakes.py: task {mistake.task!r} has no region in the source")
+        raise MarkerError(f"course.toml: task {mistake.task!r} has no region in the source")
     found = [
         (region, i)
         for region in tasks[mistake.task]
@@ -142,7 +143,7 @@ def attach(mistake: Mistake, tasks: dict[str, list[Region]], files: dict[str, li
     if len(found) != 1:
         how = "is not" if not found else f"is {len(found)} times"
         raise MarkerError(
-            f"mistakes.py: the line {mistake.replaces!r} {how} in the regions of task {mistake.task} "
+            f"course.toml: the mistake's line {mistake.replaces!r} {how} in the regions of task {mistake.task} "
             "(did the reference change?)"
         )
     region, i = found[0]

@@ -103,18 +103,13 @@ POLICIES: dict[str, Policy] = {
         why="a backward is derived and written out, not computed numerically or by another op's backward"),
 }
 
-BACKWARD_TASKS = ("unbroadcast", "matmul_backward", "shape_backward", "softmax_backward", "log_softmax_backward")
-
-
-def default_for(task: str) -> str:
-    """The policy a task gets unless the instructor picks another."""
-    return "derive" if task in BACKWARD_TASKS else "no-imports"
+DEFAULT = "no-imports"  # a task's policy when its course names none
 
 
 def resolve(spec: str | dict | None, task: str) -> Policy:
     """The ``Policy`` a manifest entry names: a preset's name, a dict of fields (over ``open``), or the default."""
     if spec is None:
-        return POLICIES[default_for(task)]
+        return POLICIES[DEFAULT]
     if isinstance(spec, str):
         if spec not in POLICIES:
             raise ValueError(f"task {task}: unknown policy {spec!r} (known: {', '.join(POLICIES)})")

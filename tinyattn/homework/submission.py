@@ -191,7 +191,7 @@ def read_submission(
             continue
         _read_edited(rel, template, student, mine, spans, reading)
     named = set(files) | set(handed_out)
-    listing = trees.files(package_root, skip=("__pycache__",))
+    listing = trees.files(package_root, skip=("__pycache__", ".pytest_cache"))  # (what running the tests leaves)
     reading.extra += [untrusted.text(rel, 300) for rel in listing.files
                       if rel not in named and not rel.endswith(".pyc")]
     if listing.cut:
@@ -271,14 +271,15 @@ def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> 
     return given
 
 
-def find_package(submission: str) -> str | None:
-    """The folder holding the submitted ``tinyattn`` package: the submission itself or up to three levels in
-    (looking at the first 1,000 entries of each folder: a submission is not a haystack)."""
+def find_package(submission: str, anchor: str = "tinyattn") -> str | None:
+    """The folder holding ``anchor`` (the submitted ``tinyattn`` package, or the first file of a course of its
+    own): the submission itself or up to three levels in (looking at the first 1,000 entries of each folder: a
+    submission is not a haystack)."""
     frontier = [submission]
     for _ in range(4):
         deeper = []
         for folder in frontier:
-            if os.path.isdir(os.path.join(folder, "tinyattn")):
+            if os.path.lexists(os.path.join(folder, anchor)):
                 return folder  # (a symbolic link there is refused when its files are read)
             try:
                 names = sorted(itertools.islice(os.listdir(folder), 1000))
