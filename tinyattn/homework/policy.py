@@ -435,7 +435,7 @@ def refusal_message(task: str, policy: Policy, refused: list[Refusal]) -> str:
 
 
 # The CPU seconds a child grading a task that may not differentiate numerically may use in all, measured and
-# enforced by the grader from outside: the large probe's budget (probes.BUDGET, 30 s, which the child itself
+# enforced by the grader from outside: the large probe's budget (probing.BUDGET, 30 s, which the child itself
 # enforces first, with a message) and as much again for starting Python, NumPy and the other probes. Code that
 # swallows the child's own alarm is stopped here, and its task earns nothing.
 DERIVED_CPU = 60.0

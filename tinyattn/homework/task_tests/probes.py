@@ -14,69 +14,12 @@ The public tests a student runs at home are ``check_tasks.py``; the graded probe
 the same things, each against the reference.
 """
 
-import signal
-import threading
-
 import numpy as np
-from probing import backward_from_random, grads, leaves, rng_for, task
+from probing import backward_from_random, grads, large_gradient, leaves, rng_for, task
 
 import tinyattn as ta
 from tinyattn import nn, optim
 from tinyattn.nn import functional as F
-
-# A backward task's hidden probe also runs on an input with thousands of elements per row: a derived
-# backward takes milliseconds there (an explicit Jacobian per row, the slowest honest answer seen, about
-# 4.5 s); differentiating numerically (a forward per element, or per column) takes many minutes. So the
-# probe has a budget of CPU time, which a busy machine does not use up faster: only the work the code does
-# counts, not the time it waits for a core.
-BUDGET = 30.0
-
-
-class _Alarm(BaseException):  # (not an Exception: ``except Exception`` in the code under test lets it through)
-    pass
-
-
-class OverBudget(TimeoutError):
-    """A probe's large input took more CPU time than its budget."""
-
-
-def _within(seconds, run):
-    """``run()``, stopped with TimeoutError after ``seconds`` of this process's CPU time (again every 0.1 s, should
-    the code catch it); in the main thread only (the grader's threads compute the reference without a budget)."""
-    if threading.current_thread() is not threading.main_thread():
-        return run()
-
-    def over(signum, frame):
-        raise _Alarm()
-
-    previous = signal.signal(signal.SIGPROF, over)
-    signal.setitimer(signal.ITIMER_PROF, seconds, 0.1)
-    try:
-        return run()
-    except _Alarm:
-        raise OverBudget(f"took more than {seconds:g} s of CPU time on a large input, where a derived backward "
-                         "takes milliseconds (is it differentiating numerically?)") from None
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
-
-
-class OnLargeInput(Exception):
-    """The code under test raised on a probe's large input (the grader voids a derived task for it: an answer
-    right on small inputs only is no answer)."""
-
-
-def _large(rng, make, shape):
-    """The gradient of ``make(x)`` for a large random ``x``, from a random upstream gradient, within the budget."""
-    (x,) = leaves(rng, shape)
-    try:
-        _within(BUDGET, lambda: backward_from_random(make(x), rng))
-    except OverBudget:
-        raise
-    except Exception as err:
-        raise OnLargeInput(f"on the large input ({x.shape[0]} x {x.shape[1]}): {type(err).__name__}: {err}") from err
-    return x.grad.numpy()
-
 
 # -- week 1: broadcasting and matmul ----------------------------------------------
 
@@ -329,7 +272,7 @@ def test_matmul_backward_reference(seed):
     backward_from_random(a @ b, rng)
     backward_from_random(x @ w, rng)
     fixed = ta.tensor(rng.standard_normal((512, 512)))
-    return {**grads("grad", a, b, x, w), "large_grad": _large(rng, lambda big: big @ fixed, (512, 512))}
+    return {**grads("grad", a, b, x, w), "large_grad": large_gradient(rng, lambda big: big @ fixed, (512, 512))}
 
 
 @task(id="linear_forward", points=1, hidden=True)
@@ -343,7 +286,7 @@ def test_shape_backward_reference(seed):
     rng = rng_for(seed)
     (x,) = leaves(rng, (2, 3, 4))
     backward_from_random(x.transpose(0, 2).reshape(6, 4) * x.reshape(4, 6).transpose(0, 1), rng)
-    large = _large(rng, lambda big: big.transpose(0, 1).reshape(1024, 256) * 2, (512, 512))
+    large = large_gradient(rng, lambda big: big.transpose(0, 1).reshape(1024, 256) * 2, (512, 512))
     return {"x_grad": x.grad.numpy(), "large_grad": large}
 
 
@@ -352,7 +295,7 @@ def test_softmax_backward_reference(seed):
     rng = rng_for(seed)
     (x,) = leaves(rng, (2, 3, 4))
     backward_from_random(x.softmax(dim=-1) + x.softmax(dim=1), rng)
-    return {"x_grad": x.grad.numpy(), "large_grad": _large(rng, lambda big: big.softmax(dim=-1), (64, 4096))}
+    return {"x_grad": x.grad.numpy(), "large_grad": large_gradient(rng, lambda big: big.softmax(dim=-1), (64, 4096))}
 
 
 @task(id="log_softmax_backward", points=2, hidden=True)
@@ -361,7 +304,7 @@ def test_log_softmax_backward_reference(seed):
     x, logits = leaves(rng, (2, 3, 4), (5, 6))
     backward_from_random(x.log_softmax(dim=-1), rng)
     F.cross_entropy(logits, rng.integers(0, 6, 5)).backward()
-    large = _large(rng, lambda big: big.log_softmax(dim=-1), (64, 4096))
+    large = large_gradient(rng, lambda big: big.log_softmax(dim=-1), (64, 4096))
     return {"x_grad": x.grad.numpy(), "logits_grad": logits.grad.numpy(), "large_grad": large}
 
 

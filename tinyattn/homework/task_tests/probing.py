@@ -7,6 +7,9 @@ grader reads it from the source before anything runs, so ``id``, ``points`` and 
 written as plain values.
 """
 
+import signal
+import threading
+
 import numpy as np
 
 
@@ -38,3 +41,59 @@ def backward_from_random(out, rng):
 def grads(prefix, *tensors):
     """``{prefix0: the first tensor's gradient, ...}``."""
     return {f"{prefix}{i}": t.grad.numpy() for i, t in enumerate(tensors)}
+
+
+# A backward task's hidden probe also runs on an input with thousands of elements per row: a derived
+# backward takes milliseconds there (an explicit Jacobian per row, the slowest honest answer seen, about
+# 4.5 s); differentiating numerically (a forward per element, or per column) takes many minutes. So the
+# probe has a budget of CPU time, which a busy machine does not use up faster: only the work the code does
+# counts, not the time it waits for a core.
+BUDGET = 30.0
+
+
+class _Alarm(BaseException):  # (not an Exception: ``except Exception`` in the code under test lets it through)
+    pass
+
+
+class OverBudget(TimeoutError):
+    """A probe's large input took more CPU time than its budget."""
+
+
+def within_budget(seconds, run):
+    """``run()``, stopped with TimeoutError after ``seconds`` of this process's CPU time (again every 0.1 s, should
+    the code catch it); in the main thread only (the grader's threads compute the reference without a budget)."""
+    if threading.current_thread() is not threading.main_thread():
+        return run()
+
+    def over(signum, frame):
+        raise _Alarm()
+
+    previous = signal.signal(signal.SIGPROF, over)
+    signal.setitimer(signal.ITIMER_PROF, seconds, 0.1)
+    try:
+        return run()
+    except _Alarm:
+        raise OverBudget(f"took more than {seconds:g} s of CPU time on a large input, where a derived backward "
+                         "takes milliseconds (is it differentiating numerically?)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+class OnLargeInput(Exception):
+    """The code under test raised on a probe's large input (the grader voids a derived task for it: an answer
+    right on small inputs only is no answer)."""
+
+
+def large_gradient(rng, make, shape):
+    """The gradient of ``make(x)`` for a large random ``x`` of ``shape``, from a random upstream gradient, within
+    the budget; returned under a name starting ``large`` (``large_grad``, say), the grader counts it in every test
+    of a task whose policy forbids differentiating numerically."""
+    (x,) = leaves(rng, shape)
+    try:
+        within_budget(BUDGET, lambda: backward_from_random(make(x), rng))
+    except OverBudget:
+        raise
+    except Exception as err:
+        raise OnLargeInput(f"on the large input ({x.shape[0]} x {x.shape[1]}): {type(err).__name__}: {err}") from err
+    return x.grad.numpy()
