@@ -104,7 +104,7 @@ def no_threads_or_processes() -> None:
     for number, error in starts.items():
         program += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | error)]
     program.append((BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    instructions = (_SockFilter * len(program))(*program)
+    instructions = (_SockFilter * len(program))(*(_SockFilter(*step) for step in program))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
                        ctypes.c_ulong(0)), "prctl(PR_SET_NO_NEW_PRIVS)")
     fprog = _SockFprog(len(program), instructions)

@@ -170,7 +170,10 @@ def _task(task: str, table: object, where: str) -> TaskSpec:
     if points is None:
         raise CourseError(f"{where}: points is missing (the sum of the task's probes' points)")
     mistakes = []
-    for n, entry in enumerate(_field(table, "mistakes", list, where, []) or []):
+    listed = table.get("mistakes", [])
+    if not isinstance(listed, list):
+        raise CourseError(f"{where}: mistakes must be a list of tables ([[tasks.{task}.mistakes]]), got {listed!r}")
+    for n, entry in enumerate(listed):
         here = f"{where} mistakes[{n}]"
         if not isinstance(entry, dict) or set(entry) != {"replaces", "wrong", "why"}:
             raise CourseError(f"{here}: a mistake is a table of replaces, wrong and why, got {entry!r}")
