@@ -1,4 +1,4 @@
-"""``python -m tinyattn.homework assign|check|grade|solve|tasks|mistakes|guide`` (also ``tinyattn-homework``).
+"""``python -m tinyattn.homework assign|check|grade|grade-all|solve|tasks|mistakes|guide`` (also ``tinyattn-homework``).
 
 Every misuse (a wrong path, a folder that is not a student copy, an unknown or empty task
 list, a time limit that is not positive) ends with one line on stderr and exit status 2.
@@ -85,6 +85,17 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--gradescope", action="store_true",
                    help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
                         "with the reason (what run_autograder uses)")
+    g.add_argument("--as-user", default="tinyattn-student", metavar="NAME",
+                   help="the user the student's code runs as, when grading as root (default tinyattn-student; "
+                        "made on first use; gradings at once need one each)")
+    ga = sub.add_parser("grade-all", help="grade every submission in a folder into a CSV gradebook and feedback files")
+    ga.add_argument("submissions", help="a folder holding a folder or a .zip per student, or Gradescope's export")
+    ga.add_argument("--autograder", required=True, help="the autograder folder `assign` wrote")
+    ga.add_argument("--csv", required=True, dest="csv_path", metavar="GRADES_CSV")
+    ga.add_argument("--feedback", metavar="DIR", help="where each student's feedback goes (default: feedback/ "
+                                                       "beside the CSV)")
+    ga.add_argument("--workers", type=int, default=None, help="gradings at once (default: the machine's cores)")
+    ga.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per task (default 300)")
     s = sub.add_parser("solve", help="put the reference code of some tasks back into a student copy")
     s.add_argument("student_dir")
     s.add_argument("--tasks", required=True, type=_task_list)
@@ -103,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run one command; returns the exit status."""
     args = parser().parse_args(argv)
     from . import commands
+    from .gradebook import GradebookError
 
     try:
         course = commands.course_at(args.course) if getattr(args, "course", None) else None
@@ -128,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
                                           private=tuple(args.private), adopt_orphans=True,
-                                          without=tuple(args.without))
+                                          without=tuple(args.without), user=args.as_user)
             except (commands.HomeworkError, MarkerError) as err:
                 if not args.gradescope:
                     raise
@@ -141,6 +153,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"error: {err}", file=sys.stderr)
                 return 0 if args.gradescope else 1
             print(table)
+        elif args.command == "grade-all":
+            from . import gradebook
+
+            if args.workers is not None and args.workers < 1:
+                raise commands.HomeworkError(f"grade-all: --workers must be at least 1, got {args.workers}")
+            run = gradebook.grade_all(args.submissions, args.autograder, args.csv_path, args.feedback,
+                                      args.workers, args.timeout, gradebook.progress_bar())
+            failed = [g for g in run.graded if g.status != "graded"]
+            print(f"wrote {args.csv_path}: {len(run.graded)} students, {len(run.fresh)} graded now, "
+                  f"{len(run.graded) - len(run.fresh)} unchanged since the last run"
+                  + (f"; {len(failed)} not graded (see the status column)" if failed else ""))
         elif args.command == "solve":
             commands.solve(args.student_dir, args.tasks, course)
             print(f"restored the reference code of {','.join(args.tasks)} in {args.student_dir}")
@@ -159,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where = ", ".join(f"{r.path}:{r.begin + 1}" for r in regions[task])
                 points = sum(t.points for t in tests if t.task == task)
                 print(f"{task:<22} {points:>4g} pts  {len([t for t in tests if t.task == task])} tests  {where}")
-    except (MarkerError, commands.HomeworkError) as err:
+    except (MarkerError, commands.HomeworkError, GradebookError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

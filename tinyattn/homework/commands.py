@@ -585,7 +585,7 @@ def task_seed(base: int | str, task: str) -> int:
 def grade(
     student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0,
     private: tuple[str, ...] = (), seed: int | None = None, adopt_orphans: bool = False,
-    without: tuple[str, ...] = (),
+    without: tuple[str, ...] = (), user: str = sandbox.STUDENT_USER,
 ) -> tuple[dict, str]:
     """Grade each task of a submission on its own; return Gradescope's results dict and the instructor's log.
 
@@ -600,7 +600,8 @@ def grade(
     Each task's probes get a seed of their own (``task_seed``), from ``seed`` when it is given (to
     replay a grading), else from a secret drawn for this grading. ``without`` names kernel fences
     not to use (``confine.FEATURES``); where isolation is reduced, the first line of the log and of
-    the results' output says so.
+    the results' output says so. ``user``: who the student's code runs as, when the grader is root (made on
+    first use; gradings at once need a user each, since the end of each task kills every process of its user).
     """
     unknown = sorted(set(without) - set(confine.FEATURES))
     if unknown:
@@ -636,8 +637,8 @@ def grade(
     table: list[tuple[str, int, int, float, float]] = []
     try:
         reference = Reference(course.tests, course.root)
-        iso = sandbox.isolation(private, adopt_orphans=adopt_orphans, without=without)
-        log.append(iso.note or f"the student's code runs as {sandbox.STUDENT_USER}, behind every fence")
+        iso = sandbox.isolation(private, user=user, adopt_orphans=adopt_orphans, without=without)
+        log.append(iso.note or f"the student's code runs as {user}, behind every fence")
         log += iso.fences.remarks if iso.fences else []
         if iso.note:
             sheet.output.insert(0, iso.note)
