@@ -30,6 +30,7 @@ from .markers import (
     region_variants,
     write_package,
 )
+from .notebooks import fill_notebook, student_notebook
 from .shipped import shipped_text
 from .submission import Reading, find_package, package_for, read_submission, regions_by_file
 
@@ -85,7 +86,8 @@ def _copy_tests(course: Course, dest: str, hidden: bool) -> None:
     The library's ``conftest.py`` and ``pytest.ini`` (and, for the autograder, its runner and judges) come
     first; a course's own files of those names replace them, except the runner, which is always the library's."""
     os.makedirs(dest, exist_ok=True)
-    for name in ("conftest.py", "pytest.ini", "probing.py") + (("judges.py", "runner.py") if hidden else ()):
+    harness = ("conftest.py", "pytest.ini", "probing.py", "notebook_import.py")
+    for name in harness + (("judges.py", "runner.py") if hidden else ()):
         shutil.copy(os.path.join(HARNESS, name), os.path.join(dest, name))
     for name in sorted(os.listdir(course.tests)):
         public = name.startswith("check_") and name.endswith(".py") or name in ("conftest.py", "pytest.ini")
@@ -93,11 +95,11 @@ def _copy_tests(course: Course, dest: str, hidden: bool) -> None:
             shutil.copy(os.path.join(course.tests, name), os.path.join(dest, name))
 
 
-def _anchor(regions: dict[str, list[Region]]) -> str:
+def _anchor(regions: dict[str, list[Region]], notebooks: dict[str, str]) -> str:
     """What a submission's folder holds at its top, whose place says where it is: the first part of the path of
-    the first file with a task (``tinyattn``, for the library's own course)."""
+    the first file with a task (``tinyattn``, for the library's own course), or of its notebook."""
     first = next(r.path for rs in regions.values() for r in rs)
-    return first.split("/")[0]
+    return notebooks.get(first, first).split("/")[0]
 
 
 def _write_task_package(files: dict[str, list[str]], regions: dict[str, list[Region]], dest: str,
@@ -130,7 +132,7 @@ def student_readme(data: dict, regions: dict[str, list[Region]], course: Course)
         rule = policy.resolve(info.get("policy"), task)
         rules.append(f"- `{task}`: your code {rule.describe()}" + (f" ({rule.why})." if rule.why else "."))
     first = next(iter(data["tasks"]))
-    anchor = _anchor(regions)
+    anchor = _anchor(regions, course.notebooks)
     own = anchor != "tinyattn"  # a course of its own, which builds on an installed tinyattn
     where = anchor if anchor.endswith("/") or not anchor.endswith(".py") else "."
     hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
@@ -184,6 +186,9 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
     with tempfile.TemporaryDirectory() as tmp:  # write everything first, so a refusal leaves nothing behind
         student, autograder = os.path.join(tmp, "student"), os.path.join(tmp, "autograder")
         write_package(files, regions, student, blank=set(chosen))
+        for module, notebook in course.notebooks.items():  # a notebook's student copy is a notebook
+            os.remove(os.path.join(student, module))
+            student_notebook(os.path.join(course.root, notebook), os.path.join(student, notebook), set(chosen))
         write_package(files, regions, os.path.join(autograder, "reference"), blank=set())
         _write_marked(files, os.path.join(autograder, "marked"))
         _copy_tests(course, os.path.join(student, "tests"), hidden=False)
@@ -198,7 +203,7 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
             with open(os.path.join(folder, "LICENSE"), "w", encoding="utf-8") as f:
                 f.write(license_text)
         data = manifest(tests, chosen)
-        data["course"] = {"name": course.name, "files": list(files)}
+        data["course"] = {"name": course.name, "files": list(files), "notebooks": course.notebooks}
         for task, info in data["tasks"].items():
             try:
                 spec = (policies or {}).get(task, course.tasks[task].policy)
@@ -209,7 +214,8 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
             f.write(student_readme(data, regions, course))
         # (what the student copy holds besides the course's files: a submission may hand it back, and it is not
         # extra)
-        data["handed_out"] = sorted(rel for rel in trees.files(student).files if rel not in files)
+        data["handed_out"] = sorted(rel for rel in trees.files(student).files
+                                    if rel not in files and rel not in course.notebooks.values())
         for path in (os.path.join(tmp, "manifest.json"), os.path.join(autograder, "manifest.json")):
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
@@ -310,12 +316,18 @@ def gradescope_zip(autograder: str, path: str) -> None:
 def solve(student_dir: str, tasks: list[str], course: Course | None = None) -> None:
     """Put the reference code of ``tasks`` back into a student copy (e.g. to release solutions)."""
     files, regions, _, chosen = load(tasks, course)
-    anchor = _anchor(regions)
+    course = course or course_at(None)
+    anchor = _anchor(regions, course.notebooks)
     if not os.path.exists(os.path.join(student_dir, anchor)):
         raise HomeworkError(f"solve: {student_dir} is not a student copy of this course (it has no {anchor})")
     for task in chosen:
         for region in regions[task]:
-            if not fill_task(os.path.join(student_dir, region.path), region, files[region.path]):
+            notebook = course.notebooks.get(region.path)
+            if notebook is not None:
+                filled = fill_notebook(os.path.join(student_dir, notebook), region, files[region.path])
+            else:
+                filled = fill_task(os.path.join(student_dir, region.path), region, files[region.path])
+            if not filled:
                 raise MarkerError(f"solve: no stub for task {task} in {region.path}")
 
 
@@ -623,7 +635,7 @@ def grade(
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     course = _assigned_course(autograder_dir, data)
     files, regions, _, chosen = load(list(data["tasks"]), course)
-    anchor = _anchor(regions)
+    anchor = _anchor(regions, course.notebooks)
     package_root = find_package(student_dir, anchor)
     if package_root is None:
         found = sorted(untrusted.text(name, 80) for name in itertools.islice(os.listdir(student_dir), 1000))
@@ -644,7 +656,8 @@ def grade(
             sheet.output.insert(0, iso.note)
         base: int | str = secrets.token_hex(16) if seed is None else seed
         log.append(f"the probes' seeds come from {base} (grade(..., seed={base!r}) replays them)")
-        reading = read_submission(package_root, files, regions, set(chosen), tuple(data.get("handed_out", ())))
+        reading = read_submission(package_root, files, regions, set(chosen), tuple(data.get("handed_out", ())),
+                                  course.notebooks)
         if reading.outside:
             sheet.output.append("Not graded (edits outside the task regions):\n" + "\n".join(reading.outside))
         limits, redact = sandbox.Limits(seconds=timeout), _redactor(files, regions, tuple(reference.hidden_lines()))
@@ -699,8 +712,10 @@ def _assigned_course(autograder_dir: str, data: dict) -> Course:
                             "files); make it again with `assign`")
     tasks = {task: TaskSpec(task, "", float(info["points"]), info.get("policy"))
              for task, info in data["tasks"].items()}
+    notebooks = {str(k): str(v) for k, v in dict(data["course"].get("notebooks", {})).items()}
     return Course(autograder_dir, str(data["course"].get("name", "")), os.path.join(autograder_dir, "marked"),
-                  [str(rel) for rel in files], os.path.join(autograder_dir, "tests"), tasks=tasks, assigned=True)
+                  [str(rel) for rel in files], os.path.join(autograder_dir, "tests"), tasks=tasks, assigned=True,
+                  notebooks=notebooks)
 
 
 def failed_results(autograder_dir: str, reason: str) -> dict:

@@ -4,6 +4,7 @@ A course is a folder of the instructor's own::
 
     course.toml      the tasks: what each asks, its points, its policy, its common mistakes
     layernorm.py     source files with ``# BEGIN TASK <id>`` .. ``# END TASK`` regions
+    rotary.ipynb     notebooks too, the regions in their code cells (graded as the module ``rotary``)
     tests/
         probes.py    the graded probes: ``@task(id=..., points=...)`` functions of a seed
         judges.py    (optional) properties a probe's arrays must have, besides matching the reference
@@ -35,9 +36,11 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
+from types import ModuleType
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,6 +89,7 @@ class Course:
     handout: list[str] = field(default_factory=list)
     tasks: dict[str, TaskSpec] = field(default_factory=dict)
     assigned: bool = False  # an autograder's: its tasks are those assigned; the other regions keep the reference
+    notebooks: dict[str, str] = field(default_factory=dict)  # a module of ``files`` -> the notebook it is read from
 
     @property
     def mistakes(self) -> tuple[Mistake, ...]:
@@ -93,12 +97,35 @@ class Course:
         return tuple(m for spec in self.tasks.values() for m in spec.mistakes)
 
     def read_files(self) -> dict[str, list[str]]:
-        """``rel path -> lines`` of every source file."""
+        """``rel path -> lines`` of every source file; a notebook's are its module's (``notebook_import.py``)."""
         files = {}
         for rel in self.files:
+            if rel in self.notebooks and not self.assigned:  # (an autograder keeps the module itself)
+                try:
+                    files[rel] = notebook_import().read_module_lines(os.path.join(self.root, self.notebooks[rel]))
+                except ValueError as err:
+                    raise CourseError(f"{self.notebooks[rel]}: {err}") from None
+                continue
             with open(os.path.join(self.root, rel), encoding="utf-8") as f:
                 files[rel] = f.read().split("\n")
         return files
+
+
+def notebook_import() -> ModuleType:
+    """The harness's ``notebook_import.py`` (notebooks as modules), which the student's tests use too."""
+    if "_homework_notebook_import" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("_homework_notebook_import",
+                                                      os.path.join(HARNESS, "notebook_import.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["_homework_notebook_import"] = module
+    return sys.modules["_homework_notebook_import"]
+
+
+def module_of(notebook: str) -> str:
+    """The module a notebook is graded as: ``rotary.ipynb`` -> ``rotary.py``."""
+    return notebook[: -len(".ipynb")] + ".py"
 
 
 def _field(table: dict, name: str, kind: type | tuple[type, ...], where: str, default: object = None) -> object:
@@ -139,19 +166,25 @@ def load_course(folder: str) -> Course:
     if unknown:
         raise CourseError(f"{where}: unknown field(s) {', '.join(unknown)}")
     root = os.path.normpath(os.path.join(folder, str(_field(head, "root", str, where, "."))))
-    patterns = _strings(head, "files", where, ["*.py"])
+    patterns = _strings(head, "files", where, ["*.py", "*.ipynb"])
     exclude = _strings(head, "exclude", where, [])
     files = sorted({os.path.relpath(p, root).replace(os.sep, "/")
                     for pattern in patterns for p in glob.glob(os.path.join(root, pattern), recursive=True)
                     if os.path.isfile(p)})
-    files = [rel for rel in files if not any(fnmatch.fnmatch(rel, x) for x in exclude) and "__pycache__" not in rel]
+    files = [rel for rel in files if not any(fnmatch.fnmatch(rel, x) for x in exclude) and "__pycache__" not in rel
+             and ".ipynb_checkpoints" not in rel]
     if not files:
         raise CourseError(f"{where}: files {patterns} match no file under {root}")
+    notebooks = {module_of(rel): rel for rel in files if rel.endswith(".ipynb")}
+    twice = sorted(set(notebooks) & set(files))
+    if twice:
+        raise CourseError(f"{where}: {twice[0]} and {notebooks[twice[0]]} would be the same module; rename one")
+    files = [module_of(rel) if rel.endswith(".ipynb") else rel for rel in files]
     tests = os.path.normpath(os.path.join(folder, str(_field(head, "tests", str, where, "tests"))))
     if not os.path.isfile(os.path.join(tests, "probes.py")):
         raise CourseError(f"{where}: tests: no probes.py in {tests}")
     course = Course(folder, str(_field(head, "name", str, where, os.path.basename(os.path.abspath(folder)))),
-                    root, files, tests, _strings(head, "handout", where, []))
+                    root, files, tests, _strings(head, "handout", where, []), notebooks=notebooks)
     tasks = data.get("tasks", {})
     if not tasks:
         raise CourseError(f"{path}: no task (add a [tasks.<id>] table)")

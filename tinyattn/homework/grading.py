@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Callable
 
 from . import policy, sandbox
-from .course import HARNESS
+from .course import HARNESS, notebook_import
 from .markers import Region
 from .policy import Policy
 
@@ -177,6 +177,8 @@ class Reference:
         self.tests_dir = tests_dir
         if source_root is not None and source_root not in sys.path:
             sys.path.append(source_root)  # (after this process's own: the library's tinyattn stays the one imported)
+        if source_root is not None:
+            notebook_import().install(source_root)  # (a course's notebook, imported as a module)
         if "probing" not in sys.modules:  # what the probes are written with (``from probing import task``)
             sys.modules["probing"] = load_module(HARNESS, "probing")
         self.probes = load_module(tests_dir, "probes")

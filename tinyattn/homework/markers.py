@@ -290,16 +290,24 @@ def write_package(
     return spans
 
 
+def fill_lines(lines: list[str], region: Region, reference_lines: list[str]) -> list[str] | None:
+    """``lines`` with the stub of ``region`` replaced by its reference code (from ``reference_lines``, the marked
+    file's); None if the stub is not there."""
+    todo = f"{region.indent}# TODO(task {region.task}): write this part"
+    if todo not in lines:
+        return None
+    start = lines.index(todo)
+    stub_len = len(_stub_lines(region))
+    return lines[:start] + _reference_lines(reference_lines, region) + lines[start + stub_len:]
+
+
 def fill_task(student_file: str, region: Region, reference_lines: list[str]) -> bool:
     """Put the reference code of ``region`` back in place of its stub in a student file; True if found."""
     with open(student_file, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    todo = f"{region.indent}# TODO(task {region.task}): write this part"
-    if todo not in lines:
+    filled = fill_lines(lines, region, reference_lines)
+    if filled is None:
         return False
-    start = lines.index(todo)
-    stub_len = len(_stub_lines(region))
-    lines[start : start + stub_len] = _reference_lines(reference_lines, region)
     with open(student_file, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(filled))
     return True

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import json
 import os
 import stat
 from collections import Counter
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import trees, untrusted
+from .course import notebook_import
 from .markers import Region, rewrite
 
 Key = tuple[str, int]  # a region's file and BEGIN line
@@ -151,7 +153,7 @@ def match_unchanged(
 
 def read_submission(
     package_root: str, files: dict[str, list[str]], tasks: dict[str, list[Region]], chosen: set[str],
-    handed_out: tuple[str, ...] = (),
+    handed_out: tuple[str, ...] = (), notebooks: dict[str, str] | None = None,
 ) -> Reading:
     """Read the student's code for every region of the ``chosen`` tasks from ``package_root/tinyattn/...``.
 
@@ -160,8 +162,11 @@ def read_submission(
     change outside the stubs is listed in ``outside`` (and the reference is used there), whichever
     file it is in, and each stub's code is found between the nearest non-blank unchanged lines. Files the
     assignment handed out besides the package (``handed_out``: the README, the public tests) are never read,
-    nor listed as extra.
+    nor listed as extra. A module read from a notebook (``notebooks``: module -> notebook) is read from the
+    student's notebook, as its code cells (``task_tests/notebook_import.py``): its outputs and metadata, and
+    its markdown cells, are never read.
     """
+    notebooks = notebooks or {}
     reading = Reading()
     by_file = regions_by_file(tasks)
     for rel in files:
@@ -169,20 +174,22 @@ def read_submission(
         mine = [r for r in regions if r.task in chosen]
         template = rewrite(files[rel], regions, blank=chosen)
         spans = stub_spans(template, regions, chosen)
-        path = os.path.join(package_root, rel)
+        stored = notebooks.get(rel, rel)  # (the file the student has)
+        path = os.path.join(package_root, stored)
         if not os.path.lexists(path):
             for r in mine:
-                reading.problems[r.key] = f"{rel} is missing from the submission"
+                reading.problems[r.key] = f"{stored} is missing from the submission"
             if not mine:
-                reading.outside.append(f"{rel}: missing from the submission (the reference is used)")
+                reading.outside.append(f"{stored}: missing from the submission (the reference is used)")
             continue
         try:
-            student = student_lines(read_plain(package_root, rel))
+            text = read_plain(package_root, stored)
+            student = student_lines("\n".join(_notebook_lines(text)) if rel in notebooks else text)
         except (ValueError, OSError) as err:
             reason = f"not read: {err.strerror if isinstance(err, OSError) else err}"
             for r in mine:
                 reading.problems[r.key] = reason
-            reading.outside.append(f"{rel}: {reason} (the reference is used)")
+            reading.outside.append(f"{stored}: {reason} (the reference is used)")
             continue
         found = match_unchanged(template, student, [spans[r.key] for r in mine])
         if found is not None:
@@ -190,7 +197,7 @@ def read_submission(
                 reading.code[r.key] = student[a:b]
             continue
         _read_edited(rel, template, student, mine, spans, reading)
-    named = set(files) | set(handed_out)
+    named = set(files) | set(handed_out) | set(notebooks.values())
     listing = trees.files(package_root, skip=("__pycache__", ".pytest_cache"))  # (what running the tests leaves)
     reading.extra += [untrusted.text(rel, 300) for rel in listing.files
                       if rel not in named and not rel.endswith(".pyc")]
@@ -258,6 +265,15 @@ def _read_edited(rel: str, template: list[str], student: list[str], mine: list[R
         found = match_unchanged(template, undone, [spans[r.key] for r in mine])
         for r, (first, end) in zip(mine, found or []):
             reading.code[r.key] = undone[first:end]
+
+
+def _notebook_lines(text: str) -> list[str]:
+    """A submitted notebook's code cells as a module's lines; ``ValueError`` if it is not a notebook."""
+    try:
+        notebook = json.loads(text)
+    except (ValueError, RecursionError) as err:  # (JSON nested past the parser's depth)
+        raise ValueError(f"not a Jupyter notebook (not JSON: {str(err)[:100]})") from None
+    return notebook_import().module_lines(notebook)
 
 
 def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> dict[Key, list[str]]:

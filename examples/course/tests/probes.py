@@ -8,6 +8,7 @@ import numpy as np
 from gelu import gelu
 from layernorm import layer_norm
 from probing import backward_from_random, grads, large_gradient, leaves, rng_for, task
+from rotary import rope
 
 
 @task(id="layernorm_backward", points=2)
@@ -41,3 +42,21 @@ def test_gelu_gradient(seed):
     with_tails = x * 2.0
     backward_from_random(gelu(with_tails), rng)
     return {"x_grad": x.grad.numpy(), "large_grad": large_gradient(rng, gelu, (256, 1024))}
+
+
+@task(id="rope", points=2)
+def test_rope_output_and_gradient(seed):
+    """RoPE's output and its gradient, for a batch of sequences, equal the reference's"""
+    rng = rng_for(seed)
+    (x,) = leaves(rng, (2, 5, 8))
+    y = rope(x)
+    backward_from_random(y, rng)
+    return {"y": y.detach().numpy(), "x_grad": x.grad.numpy()}
+
+
+@task(id="rope", points=1, hidden=True)
+def test_rope_on_a_long_sequence_with_another_base(seed):
+    """RoPE with base 100 on 64 positions of 16 features equals the reference's"""
+    rng = rng_for(seed)
+    (x,) = leaves(rng, (64, 16))
+    return {"y": rope(x, base=100.0).detach().numpy()}

@@ -9,7 +9,8 @@ put first on ``sys.path`` however pytest was started (``pytest tests``, ``python
 pytest``, from any folder), so an installed tinyattn, which holds every solution, is
 never what gets tested; if one was imported already, the run stops with one line. In a
 copy of a course of its own (no ``tinyattn/`` beside ``tests/``), the copy's folder is put
-first, so its files are what the tests import; tinyattn is the installed one.
+first, so its files are what the tests import, its notebooks too (``rotary.ipynb`` as
+``import rotary``, through ``notebook_import.py``); tinyattn is the installed one.
 """
 
 import os
@@ -22,8 +23,12 @@ _IN_A_COPY = os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py"))
 _IN_A_COPY = _IN_A_COPY and "TINYATTN_PACKAGE_ROOT" not in os.environ  # (check sets it: a package of its own)
 if _IN_A_COPY and "tinyattn" not in sys.modules:
     sys.path.insert(0, _COPY)
-elif "TINYATTN_PACKAGE_ROOT" not in os.environ and _COPY not in sys.path:
-    sys.path.insert(0, _COPY)
+elif "TINYATTN_PACKAGE_ROOT" not in os.environ:
+    import notebook_import
+
+    if _COPY not in sys.path:
+        sys.path.insert(0, _COPY)
+    notebook_import.install(_COPY)
 
 
 def _package_root():

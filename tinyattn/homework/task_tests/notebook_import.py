@@ -1,0 +1,76 @@
+"""A Jupyter notebook read as a Python module: its code cells, top to bottom, as a kernel runs them.
+
+A course's task may live in a notebook (``rotary.ipynb``). The grader, the probes and the public
+tests import it as the module ``rotary``: the text of its code cells, each after a ``# %%`` line,
+with IPython's magics (``%time``, ``!pip ...``, a ``%%`` cell) turned into comments, so that every
+line keeps its place. Markdown cells, outputs and metadata are not part of it: they cannot change
+what the code does, and so cannot earn or cost a point.
+"""
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+
+CELL = "# %%"  # the line before each code cell
+
+
+def module_lines(notebook):
+    """The module's lines from a notebook (the parsed JSON of an ``.ipynb``); ``ValueError`` if it is not one."""
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError("not a Jupyter notebook (no list of cells)")
+    lines = []
+    for cell in notebook["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(part, str) for part in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise ValueError("a code cell's source is neither text nor a list of lines")
+        cell_lines = source.split("\n")
+        if cell_lines[0].startswith("%%"):  # a cell magic: the whole cell is for IPython, not Python
+            cell_lines = ["# " + line for line in cell_lines]
+        else:
+            cell_lines = ["# " + line if line.lstrip().startswith(("%", "!")) else line for line in cell_lines]
+        lines += [CELL, *cell_lines]
+    return lines
+
+
+def read_module_lines(path):
+    """``module_lines`` of the notebook at ``path``."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            notebook = json.load(f)
+        except ValueError as err:
+            raise ValueError(f"not a Jupyter notebook (not JSON: {err})") from None
+    return module_lines(notebook)
+
+
+class _NotebookFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports ``name`` from ``folder/name.ipynb``."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def find_spec(self, name, path=None, target=None):
+        notebook = os.path.join(self.folder, name + ".ipynb")
+        if "." in name or not os.path.isfile(notebook):
+            return None
+        return importlib.util.spec_from_loader(name, self, origin=notebook)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        path = module.__spec__.origin
+        module.__file__ = path
+        code = compile("\n".join(read_module_lines(path)), path, "exec")
+        exec(code, module.__dict__)
+
+
+def install(folder):
+    """Let ``import name`` find ``folder/name.ipynb`` (after every other finder: a ``name.py`` comes first)."""
+    if not any(isinstance(f, _NotebookFinder) and f.folder == folder for f in sys.meta_path):
+        sys.meta_path.append(_NotebookFinder(folder))
