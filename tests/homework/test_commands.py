@@ -54,7 +54,7 @@ def test_assign_grade_solve_end_to_end(tmp_path, capsys):
         for marker in ("BEGIN TASK", "END TASK", "# MUTANT:", "# STUB:"):
             assert marker not in text, (path, marker)
     assert sorted(p.name for p in (student / "tests").iterdir()) == [  # the public tests only
-        "assigned_tasks.txt", "check_tasks.py", "conftest.py", "probing.py", "pytest.ini"]
+        "assigned_tasks.txt", "check_tasks.py", "conftest.py", "notebook_import.py", "probing.py", "pytest.ini"]
     assert not (student / "tinyattn" / "homework").exists()
     assert {"probes.py", "judges.py", "runner.py"} <= {p.name for p in (out / "autograder" / "tests").iterdir()}
     license_text = (pathlib.Path(__file__).parents[2] / "LICENSE").read_text(encoding="utf-8")

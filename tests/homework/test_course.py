@@ -1,13 +1,14 @@
 """A course of the instructor's own (``examples/course``), used as docs/teaching.md's "Write your own task" says.
 
-Its tasks are in its own files, outside the library, and build on it (a LayerNorm and a GELU
-written as tinyattn ``Function``\\ s). It is self-checked, assigned, handed back and graded with the
-commands and the fences the library's own tasks have, and a course file with a mistake in it is
-refused with one line naming the file and the field.
+Its tasks are in its own files, outside the library, and build on it: a LayerNorm and a GELU
+written as tinyattn ``Function``\\ s, and rotary embeddings in a notebook. It is self-checked,
+assigned, handed back and graded with the commands and the fences the library's own tasks have,
+and a course file with a mistake in it is refused with one line naming the file and the field.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import shutil
@@ -21,7 +22,8 @@ from tinyattn.homework.course import CourseError, load_course
 from .gradescope_box import Box, require_isolation
 
 EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "course"
-TASKS = {"layernorm_backward": 3.0, "gelu_backward": 2.0}
+TASKS = {"layernorm_backward": 3.0, "gelu_backward": 2.0, "rope": 3.0}
+FILES = {"layernorm_backward": "layernorm.py", "gelu_backward": "gelu.py", "rope": "rotary.ipynb"}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_the_example_course_self_checks_with_no_hole(capsys):
     table = capsys.readouterr().out
     assert "0 hole(s)" in table
     course = load_course(str(EXAMPLE))
-    assert table.count("4. mistake caught") == len(course.mistakes) == 6
+    assert table.count("4. mistake caught") == len(course.mistakes) == 10
     assert "6. policy                layernorm_backward" in table and "derive" in table
 
 
@@ -64,7 +66,7 @@ def test_the_student_copy_holds_the_course_s_files_stubbed_and_its_public_tests(
     assert (student / "tests" / "check_course.py").is_file() and not (student / "tests" / "probes.py").exists()
     assert not (student / "tinyattn").exists()  # the library is installed, not handed out
     readme = (student / "README_STUDENT.md").read_text()
-    assert readme.startswith("# Backward passes by hand: LayerNorm and GELU")
+    assert readme.startswith("# By hand: LayerNorm and GELU backwards, rotary embeddings")
     assert "| `gelu_backward` | 2 | `gelu.py` | the backward of GELU, `x Φ(x)` |" in readme
 
 
@@ -88,15 +90,20 @@ def test_each_mistake_handed_in_costs_its_own_task_only(assignment, tmp_path):
     course = commands.course_at(str(EXAMPLE))
     for n, mistake in enumerate(course.mistakes):
         copy = _copy(assignment, tmp_path / f"copy{n}", tuple(TASKS))
-        path = copy / ("layernorm.py" if mistake.task == "layernorm_backward" else "gelu.py")
-        text = path.read_text()
-        assert mistake.replaces in text
-        path.write_text(text.replace(mistake.replaces, mistake.wrong))
+        path = copy / FILES[mistake.task]
+        if path.suffix == ".ipynb":  # (in the notebook's JSON, as Jupyter would save the edit)
+            notebook = json.loads(path.read_text())
+            for cell in notebook["cells"]:
+                cell["source"] = [line.replace(mistake.replaces, mistake.wrong) for line in cell["source"]]
+            text = json.dumps(notebook)
+        else:
+            text = path.read_text().replace(mistake.replaces, mistake.wrong)
+        assert text != path.read_text()
+        path.write_text(text)
         results, _ = commands.grade(str(copy), str(assignment / "autograder"), timeout=60)
         earned = _points(results)
-        other = next(task for task in TASKS if task != mistake.task)
         assert earned[mistake.task] < TASKS[mistake.task], mistake.wrong
-        assert earned[other] == TASKS[other], mistake.wrong
+        assert all(earned[other] == TASKS[other] for other in TASKS if other != mistake.task), mistake.wrong
 
 
 def _course(tmp_path, toml, files=None):
@@ -112,6 +119,7 @@ def _course(tmp_path, toml, files=None):
 HEAD = '[course]\nname = "c"\n'
 GELU = '[tasks.gelu_backward]\npoints = 2\n'
 LAYERNORM = '[tasks.layernorm_backward]\npoints = 3\n'
+ROPE = '[tasks.rope]\npoints = 3\n'
 
 
 @pytest.mark.parametrize("toml, message", [
@@ -133,10 +141,11 @@ def test_a_course_file_with_a_mistake_is_refused_naming_the_file_and_the_field(t
 
 
 @pytest.mark.parametrize("toml, message", [
-    (HEAD + GELU, "task(s) with a region but no [tasks.<id>] table in course.toml: layernorm_backward"),
-    (HEAD + LAYERNORM + "[tasks.gelu_backward]\npoints = 3\n",
+    (HEAD + GELU + ROPE, "task(s) with a region but no [tasks.<id>] table in course.toml: layernorm_backward\n"),
+    (HEAD + LAYERNORM + ROPE + "[tasks.gelu_backward]\npoints = 3\n",
      "course.toml: task gelu_backward has points = 3, but its probes give 2"),
-    (HEAD + LAYERNORM + GELU + "[[tasks.gelu_backward.mistakes]]\nreplaces = 'x = 1'\nwrong = 'x = 2'\nwhy = 'w'\n",
+    (HEAD + LAYERNORM + ROPE + GELU
+     + "[[tasks.gelu_backward.mistakes]]\nreplaces = 'x = 1'\nwrong = 'x = 2'\nwhy = 'w'\n",
      "the mistake's line 'x = 1' is not in the regions of task gelu_backward"),
 ], ids=["a task with no table", "points that are not the probes'", "a mistake whose line is not there"])
 def test_every_command_refuses_a_course_that_disagrees_with_its_files_in_one_line(tmp_path, capsys, toml, message):

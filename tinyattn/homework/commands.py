@@ -138,6 +138,9 @@ def student_readme(data: dict, regions: dict[str, list[Region]], course: Course)
     hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
                if not own else "this folder, whole (zip it, or upload the folder)")
     needs = "\nThe files build on tinyattn: run them where it is installed (`pip install tinyattn`).\n" if own else ""
+    if course.notebooks:
+        needs += ("\nIn a notebook, write each task's code in its cell, in place of the `raise` line. Only those "
+                  "lines are graded: cells you add, outputs and metadata are not read.\n")
     return f"""# {course.name}
 
 Your tasks:
