@@ -145,12 +145,16 @@ def test_teaching_docs_list_the_common_mistakes_as_generated(capsys):
 
 
 def test_files_the_assignment_handed_out_are_not_noted_as_extra(tmp_path):
-    """The student copy's README, license and public tests come back with a submission; only the student's own
-    additions are noted for the instructor."""
+    """The student copy's README, license and public tests come back with a submission, with what running the
+    tests leaves (pytest's cache); only the student's own additions are noted for the instructor."""
     commands.assign(str(tmp_path / "hw"), ["adam_step"])
     student = tmp_path / "hw" / "student"
     (student / "tinyattn" / "notes.txt").write_text("my notes")
     (student / "scratch.py").write_text("x = 1")
+    for made in (".pytest_cache/v/cache/nodeids", ".pytest_cache/README.md", ".pytest_cache/CACHEDIR.TAG",
+                 "tests/__pycache__/check_tasks.cpython-311.pyc"):  # what running the public tests leaves
+        (student / made).parent.mkdir(parents=True, exist_ok=True)
+        (student / made).write_text("[]")
     _, log = commands.grade(str(student), str(tmp_path / "hw" / "autograder"), timeout=60)
     extra = sorted(line.rsplit(": ", 1)[1] for line in log.splitlines() if line.startswith("note: extra file"))
     assert extra == ["scratch.py", "tinyattn/notes.txt"]

@@ -84,6 +84,7 @@ def test_a_submission_is_graded_through_run_autograder_as_the_student_user(assig
     assert _points(results) == {task: points if solved else 0.0 for task, points in TASKS.items()}, log[-3000:]
 
 
+@pytest.mark.slow  # (ten gradings; `check` plants each mistake in the fast run)
 def test_each_mistake_handed_in_costs_its_own_task_only(assignment, tmp_path):
     """Each of the course's mistakes, written into a solved copy, loses points of its task; the other task keeps
     all of its points."""

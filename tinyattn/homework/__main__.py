@@ -80,8 +80,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--private", action="append", default=[], metavar="FOLDER",
                    help="a folder the student's code must not read (checked when grading as root; repeatable)")
     g.add_argument("--without", type=_task_list, default=[], metavar="FENCE[,FENCE...]",
-                   help="kernel fences not to use, as if the kernel refused them: namespaces, cgroup, oom, keyrings "
-                        "(to see what holds without them; run_autograder passes TINYATTN_GRADER_WITHOUT)")
+                   help="kernel fences not to use, as if the kernel refused them: namespaces, cgroup, oom, keyrings, "
+                        "threads (to see what holds without them; run_autograder passes TINYATTN_GRADER_WITHOUT)")
     g.add_argument("--gradescope", action="store_true",
                    help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
                         "with the reason (what run_autograder uses)")
@@ -121,8 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "assign":
             data = commands.assign(args.out, _task_list(args.tasks), args.policy, course)
             total = sum(t["points"] for t in data["tasks"].values())
+            count = len(data["tasks"])
             print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
-                  f"{args.out}/gradescope_autograder.zip: {len(data['tasks'])} tasks, {total:g} points")
+                  f"{args.out}/gradescope_autograder.zip: {count} task{'s' if count != 1 else ''}, {total:g} points")
         elif args.command == "check":
             ok, table = commands.check(_task_list(args.tasks), timeout=args.timeout, progress=_tell_progress,
                                        course=course)

@@ -34,6 +34,7 @@ import ctypes
 import os
 import subprocess
 from dataclasses import dataclass, field
+from typing import Callable
 
 CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
@@ -205,6 +206,19 @@ def _usage(folder: str, version: int) -> int:
         return 0
 
 
+def _holds_in_a_child(attempt: Callable[[], None]) -> bool:
+    """Whether ``attempt()`` returns without raising, tried in a throwaway child (what it changes dies with it)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            attempt()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
 def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_self: bool = False) -> Fences:
     """Which fences this machine offers (``without``: fences not to use, by name, as if the kernel refused them).
 
@@ -219,18 +233,13 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
             fences.missing.setdefault(name, "the grader is not root")
         return fences
     if "namespaces" not in without:
-        pid = os.fork()
-        if pid == 0:  # try them in a throwaway child
-            try:
-                _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
-                _mount(None, "/", None, MS_REC | MS_PRIVATE)
-                read_only_everywhere()
-                _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
-                os._exit(0)
-            except BaseException:
-                os._exit(1)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) == 0:
+        def namespaces() -> None:
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+            _mount(None, "/", None, MS_REC | MS_PRIVATE)
+            read_only_everywhere()
+            _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+
+        if _holds_in_a_child(namespaces):
             fences.namespaces = True
         else:
             fences.missing["namespaces"] = ("the kernel refused unshare(CLONE_NEWNS | CLONE_NEWIPC), a read-only "
@@ -265,21 +274,17 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
         else:
             fences.missing["keyrings"] = "the kernel refuses keyctl, so no process can keep keys either"
     if "threads" not in without:
-        pid = os.fork()
-        if pid == 0:  # a throwaway child: the filter holds if its own fork then fails
+        def threads() -> None:  # the filter holds if a fork then fails
+            no_threads_or_processes()
             try:
-                no_threads_or_processes()
-                try:
-                    grandchild = os.fork()
-                except OSError:
-                    os._exit(0)
-                if grandchild == 0:
-                    os._exit(0)
-                os._exit(1)
-            except BaseException:
-                os._exit(1)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) == 0:
+                grandchild = os.fork()
+            except OSError:
+                return
+            if grandchild == 0:
+                os._exit(0)
+            raise OSError("a fork succeeded under the filter")
+
+        if _holds_in_a_child(threads):
             fences.threads = True
         else:
             fences.missing["threads"] = "the kernel refused a seccomp filter, or has no numbers for this machine"
