@@ -157,7 +157,9 @@ def test_an_honest_full_solution_graded_as_the_student_user_scores_everything(as
 
 def detached(body, every=0.05, setup=""):
     """Code that starts a process of its own session (so outside the grader's process group), which runs
-    ``body`` every ``every`` seconds for 20 s, errors and all; the grader must kill it at the end of the task."""
+    ``body`` every ``every`` seconds for 20 s, errors and all; the grader must kill it at the end of the task.
+    Behind the ``threads`` fence the first fork fails; these attacks turn that fence off (``NO_THREADS_FENCE``),
+    as on a kernel that refuses seccomp filters, to test what stops them there."""
     loop = textwrap.indent(textwrap.dedent(body).strip(), " " * 20)
     return ("import builtins, os, time\n" + textwrap.dedent(setup).strip() + "\n"
             "if not hasattr(builtins, '_started'):\n"
@@ -176,11 +178,12 @@ def detached(body, every=0.05, setup=""):
 
 
 FORGE = """open("@ROOT@/results/results.json", "w").write('{"score": 1000, "tests": []}')"""
+NO_THREADS_FENCE = "threads"
 
 
 @pytest.mark.slow
 def test_a_detached_process_rewriting_results_json_after_the_grader_is_stopped(assignment):
-    results, log, _ = attack(assignment, detached(FORGE), isolated=True)
+    results, log, _ = attack(assignment, detached(FORGE), isolated=True, without=NO_THREADS_FENCE)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
@@ -399,7 +402,8 @@ for path in glob.glob("/tmp/tinyattn-task-*/package/tinyattn/autograd/core/ops/s
 
 @pytest.mark.slow
 def test_a_task_s_process_cannot_rewrite_a_later_task_s_package(assignment):
-    results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True)
+    results, log, _ = attack(assignment, detached(TAKE_OVER, every=0.001, setup=READ_THE_REFERENCE), isolated=True,
+                             without=NO_THREADS_FENCE)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
 
@@ -514,16 +518,20 @@ def test_a_fork_bomb_is_bounded_and_killed(assignment):
                 os.fork()
             except OSError:
                 pass
-    """, isolated=True, timeout=6)
+    """, isolated=True, timeout=6, without=NO_THREADS_FENCE)
     assert_only_the_honest_task_scores(assignment, results, log)
     assert "timed out after 6 s" in log and "process(es) the student's code left running" in log, log[-3000:]
 
 
 @pytest.mark.slow
-def test_a_detached_sleeper_does_not_outlive_its_task(assignment):
-    results, log, _ = attack(assignment, detached("pass"), isolated=True)
+@pytest.mark.parametrize("without", [NO_THREADS_FENCE, ""], ids=["threads fence off", "every fence"])
+def test_a_detached_sleeper_does_not_outlive_its_task(assignment, without):
+    """Without the threads fence, the grader kills the process the task's code left; behind it, the code cannot
+    start one."""
+    results, log, _ = attack(assignment, detached("pass"), isolated=True, without=without)
     assert_only_the_honest_task_scores(assignment, results, log)
-    assert re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
+    killed = re.search(r"killed [1-9]\d* process\(es\) the student's code left running", log)
+    assert killed if without else not killed and "PermissionError: [Errno 1] Operation not permitted" in log
 
 
 def test_asking_for_sixteen_gigabytes_fails_only_the_attacker(assignment):

@@ -42,11 +42,6 @@ import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # (the same parser, before it joined the standard library)
-    import tomli as tomllib
-
 COURSE_FILE = "course.toml"
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "task_tests")  # the library's own course
 HARNESS = SHIPPED  # the runner, the judges, conftest.py and pytest.ini that every course's tests run with
@@ -148,6 +143,10 @@ def _strings(table: dict, name: str, where: str, default: list[str]) -> list[str
 
 def load_course(folder: str) -> Course:
     """Read ``folder/course.toml``; raise ``CourseError`` naming what is wrong."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # (the same parser, before it joined the standard library; grading needs neither: an autograder's
+        import tomli as tomllib  # course is in its manifest)
     folder = os.path.abspath(folder)
     path = os.path.join(folder, COURSE_FILE)
     if not os.path.isfile(path):
