@@ -68,6 +68,12 @@ def test_the_student_copy_holds_the_course_s_files_stubbed_and_its_public_tests(
     readme = (student / "README_STUDENT.md").read_text()
     assert readme.startswith("# By hand: LayerNorm and GELU backwards, rotary embeddings")
     assert "| `gelu_backward` | 2 | `gelu.py` | the backward of GELU, `x Φ(x)` |" in readme
+    assert "| `rope` | 3 | `rotary.ipynb` |" in readme and 'grep -rn "TODO(task" .' in readme
+    assert "cells you add, outputs and metadata are not read" in readme
+    notebook = (student / "rotary.ipynb").read_text()
+    assert 'raise NotImplementedError(\\"task rope\\")' in notebook and "rotated_odd" not in notebook
+    assert "length kept: True" in (EXAMPLE / "rotary.ipynb").read_text()  # (the instructor's, run: its outputs)
+    assert "length kept: True" not in notebook and '"kernelspec"' in notebook  # outputs cleared, metadata kept
 
 
 @pytest.mark.parametrize("solved", [(), tuple(TASKS)], ids=["blank", "solved"])

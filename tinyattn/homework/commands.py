@@ -83,8 +83,9 @@ def load(tasks: list[str] | None = None, course: Course | None = None) -> Loaded
 def _copy_tests(course: Course, dest: str, hidden: bool) -> None:
     """The public tests (a student copy), or those and the graded probes, judges and runner (the autograder).
 
-    The library's ``conftest.py`` and ``pytest.ini`` (and, for the autograder, its runner and judges) come
-    first; a course's own files of those names replace them, except the runner, which is always the library's."""
+    The library's ``conftest.py``, ``pytest.ini``, ``probing.py`` and ``notebook_import.py`` (and, for the
+    autograder, its runner and judges) come first; a course's own files of those names replace them, except the
+    runner, which is always the library's."""
     os.makedirs(dest, exist_ok=True)
     harness = ("conftest.py", "pytest.ini", "probing.py", "notebook_import.py")
     for name in harness + (("judges.py", "runner.py") if hidden else ()):
@@ -127,14 +128,14 @@ def student_readme(data: dict, regions: dict[str, list[Region]], course: Course)
     rows = ["| task | points | file | what to write |", "| --- | --- | --- | --- |"]
     rules = []
     for task, info in data["tasks"].items():
-        where = ", ".join(sorted({r.path for r in regions[task]}))
+        where = ", ".join(sorted({course.notebooks.get(r.path, r.path) for r in regions[task]}))
         rows.append(f"| `{task}` | {info['points']:g} | `{where}` | {course.tasks[task].about} |")
         rule = policy.resolve(info.get("policy"), task)
         rules.append(f"- `{task}`: your code {rule.describe()}" + (f" ({rule.why})." if rule.why else "."))
     first = next(iter(data["tasks"]))
     anchor = _anchor(regions, course.notebooks)
     own = anchor != "tinyattn"  # a course of its own, which builds on an installed tinyattn
-    where = anchor if anchor.endswith("/") or not anchor.endswith(".py") else "."
+    where = "." if own else anchor
     hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
                if not own else "this folder, whole (zip it, or upload the folder)")
     needs = "\nThe files build on tinyattn: run them where it is installed (`pip install tinyattn`).\n" if own else ""
