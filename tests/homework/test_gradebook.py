@@ -34,7 +34,7 @@ NUMERICAL = """
 @pytest.fixture(scope="module")
 def assignment(tmp_path_factory):
     out = tmp_path_factory.mktemp("class") / "hw"
-    commands.assign(str(out), course=commands.course_at(str(EXAMPLE)))
+    commands.assign(str(out), TASKS, course=commands.course_at(str(EXAMPLE)))
     return out
 
 

@@ -187,10 +187,10 @@ def _writes_results(nb):
 
 
 @pytest.mark.parametrize("attack, solved", [
-    (_forged_outputs, False),
-    (_edited_metadata, False),
+    pytest.param(_forged_outputs, False, marks=pytest.mark.slow),
+    pytest.param(_edited_metadata, False, marks=pytest.mark.slow),
     (_cell_before, True),
-    (_writes_results, False),
+    pytest.param(_writes_results, False, marks=pytest.mark.slow),
 ], ids=["forged outputs", "edited metadata", "a cell added before the task", "a cell that writes the results"])
 def test_an_attack_through_a_notebook_earns_nothing(assignment, tmp_path, attack, solved):
     nb = _notebook(assignment, tmp_path, solved=solved)
