@@ -127,11 +127,13 @@ def test_a_shortcut_the_code_check_names_earns_nothing_and_the_student_is_told_w
                               "autograd through other ops"])
 def test_without_a_policy_the_same_shortcut_passes_the_tests_of_the_task(open_policy, code):
     """(Those whose inputs are small: on the hidden probe's large input, differentiating numerically runs out of
-    time, policy or not.)"""
-    results, log, _ = attack(open_policy, code, isolated=True, timeout=60)
+    time, policy or not; with a task time of 20 s, the large input's budget is 10 s.)"""
+    results, log, _ = attack(open_policy, code, isolated=True, timeout=20)
     passed = {t["name"] for t in results["tests"] if t["status"] == "passed"}
     assert "softmax_backward: test_softmax_gradients" in passed, log[-3000:]
     assert earned(results, "softmax_backward") > 0
+    if code is not AUTOGRAD:  # (the runner lowered the budget to half the task's CPU time, 21 s)
+        assert "took more than 10.5 s of CPU time on a large input" in log, log[-3000:]
 
 
 @pytest.mark.slow  # 5 s: the large input's budget
@@ -152,7 +154,7 @@ def calls_only(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_call_into_the_package_that_the_code_check_lets_through_is_refused_at_run_time(calls_only):
-    results, log, _ = attack(calls_only, THROUGH_THE_FORWARD, isolated=True, timeout=60)
+    results, log, _ = attack(calls_only, THROUGH_THE_FORWARD, isolated=True, timeout=20)  # (a 10 s budget)
     assert_only_the_honest_task_scores(calls_only, results, log)
     assert "PolicyError: the task's code called " in log and "forward (tinyattn/autograd/core/ops/softmax.py)" in log
     assert "refused by the task's policy" in student_visible(results)

@@ -208,3 +208,20 @@ def test_an_attack_through_a_notebook_earns_nothing(assignment, tmp_path, attack
     points, results, log = _graded(assignment, tmp_path, json.dumps(nb, indent=1))
     assert points == 0, log[-3000:]
     assert results["score"] == 0 and all(t["max_score"] > 0 for t in results["tests"])
+
+
+@pytest.mark.slow
+def test_grade_all_takes_a_lone_notebook_per_student(assignment, tmp_path):
+    """For a course with one notebook, a student may hand in the notebook alone, under any name."""
+    from .test_gradebook import _grade_all
+
+    python = str(pathlib.Path(require_isolation()) / "bin" / "python")
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "ann.ipynb").write_text(json.dumps(_notebook(assignment, tmp_path / "a", solved=True)))
+    (submissions / "bob.ipynb").write_text(json.dumps(_notebook(assignment, tmp_path / "b", solved=False)))
+    (submissions / "cy.ipynb").write_text("{not json")
+    rows, log = _grade_all(submissions, assignment, tmp_path / "grades.csv", python)
+    assert {r["student"]: (r["rope"], r["status"]) for r in rows} == {
+        "ann": ("3", "graded"), "bob": ("0", "graded"), "cy": ("0", "graded")}, log[-3000:]
+    assert "not a Jupyter notebook" in (tmp_path / "feedback" / "cy.md").read_text()

@@ -96,10 +96,10 @@ def _copy_tests(course: Course, dest: str, hidden: bool) -> None:
             shutil.copy(os.path.join(course.tests, name), os.path.join(dest, name))
 
 
-def _anchor(regions: dict[str, list[Region]], notebooks: dict[str, str]) -> str:
+def _anchor(regions: dict[str, list[Region]], notebooks: dict[str, str], tasks: list[str]) -> str:
     """What a submission's folder holds at its top, whose place says where it is: the first part of the path of
-    the first file with a task (``tinyattn``, for the library's own course), or of its notebook."""
-    first = next(r.path for rs in regions.values() for r in rs)
+    the first file with one of ``tasks`` (``tinyattn``, for the library's own course), or of its notebook."""
+    first = next(r.path for task in tasks for r in regions[task])
     return notebooks.get(first, first).split("/")[0]
 
 
@@ -133,7 +133,7 @@ def student_readme(data: dict, regions: dict[str, list[Region]], course: Course)
         rule = policy.resolve(info.get("policy"), task)
         rules.append(f"- `{task}`: your code {rule.describe()}" + (f" ({rule.why})." if rule.why else "."))
     first = next(iter(data["tasks"]))
-    anchor = _anchor(regions, course.notebooks)
+    anchor = _anchor(regions, course.notebooks, list(data["tasks"]))
     own = anchor != "tinyattn"  # a course of its own, which builds on an installed tinyattn
     where = "." if own else anchor
     hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
@@ -321,7 +321,7 @@ def solve(student_dir: str, tasks: list[str], course: Course | None = None) -> N
     """Put the reference code of ``tasks`` back into a student copy (e.g. to release solutions)."""
     files, regions, _, chosen = load(tasks, course)
     course = course or course_at(None)
-    anchor = _anchor(regions, course.notebooks)
+    anchor = _anchor(regions, course.notebooks, chosen)
     if not os.path.exists(os.path.join(student_dir, anchor)):
         raise HomeworkError(f"solve: {student_dir} is not a student copy of this course (it has no {anchor})")
     for task in chosen:
@@ -639,7 +639,7 @@ def grade(
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     course = _assigned_course(autograder_dir, data)
     files, regions, _, chosen = load(list(data["tasks"]), course)
-    anchor = _anchor(regions, course.notebooks)
+    anchor = _anchor(regions, course.notebooks, chosen)
     package_root = find_package(student_dir, anchor)
     if package_root is None:
         found = sorted(untrusted.text(name, 80) for name in itertools.islice(os.listdir(student_dir), 1000))

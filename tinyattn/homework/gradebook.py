@@ -1,7 +1,8 @@
 """Grading a class: every submission in a folder, each as ``grade`` grades one, into a CSV gradebook.
 
 ``grade_all(submissions, autograder, csv_path)`` finds one submission per student in
-``submissions`` (a folder or a ``.zip`` each; or Gradescope's export, whose
+``submissions`` (a folder, a ``.zip`` or, for a course with one notebook, an ``.ipynb`` each; or Gradescope's
+export, whose
 ``submission_metadata.yml`` names the students), grades each in a ``grade`` process of its own
 (so each has every fence ``grade`` has, and a grading that fails costs only its student), up to
 one at a time per core, and writes:
@@ -23,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,8 +86,8 @@ def _gradescope_students(folder: str) -> dict[str, str]:
 
 
 def find_submissions(folder: str) -> list[Entry]:
-    """One ``Entry`` per student: each folder or ``.zip`` in ``folder`` (hidden files and Gradescope's metadata
-    aside), named by Gradescope's metadata when it is there, else by the file's name."""
+    """One ``Entry`` per student: each folder, ``.zip`` or ``.ipynb`` in ``folder`` (hidden files and Gradescope's
+    metadata aside), named by Gradescope's metadata when it is there, else by the file's name."""
     if not os.path.isdir(folder):
         raise GradebookError(f"grade-all: no folder of submissions at {folder}")
     named = _gradescope_students(folder)
@@ -94,15 +96,15 @@ def find_submissions(folder: str) -> list[Entry]:
         path = os.path.join(folder, name)
         if name.startswith(".") or name == METADATA or os.path.islink(path):
             continue
-        if os.path.isdir(path) or name.endswith(".zip"):
-            stem = name[:-4] if name.endswith(".zip") else name
+        if os.path.isdir(path) or name.endswith((".zip", ".ipynb")):
+            stem = os.path.splitext(name)[0] if os.path.isfile(path) else name
             entries.append(Entry(named.get(stem, stem), path))
     students = [e.student for e in entries]
     twice = sorted({s for s in students if students.count(s) > 1})
     if twice:
         raise GradebookError(f"grade-all: more than one submission for {', '.join(twice)}")
     if not entries:
-        raise GradebookError(f"grade-all: no submission in {folder} (a folder or a .zip per student)")
+        raise GradebookError(f"grade-all: no submission in {folder} (a folder, a .zip or an .ipynb per student)")
     return entries
 
 
@@ -145,8 +147,9 @@ def unpack(zip_path: str, dest: str) -> None:
         raise GradebookError(f"not a zip file ({err})") from None
 
 
-def _grade_one(entry: Entry, autograder: str, timeout: float, user: str, tasks: dict) -> Graded:
-    """Grade one submission in a ``grade`` process of its own; a submission that cannot be graded scores 0."""
+def _grade_one(entry: Entry, autograder: str, timeout: float, user: str, tasks: dict, notebooks: list[str]) -> Graded:
+    """Grade one submission in a ``grade`` process of its own; a submission that cannot be graded scores 0.
+    A lone notebook stands for the course's one notebook (``notebooks``: the course's), whatever its name."""
     graded = Graded(entry.student, os.path.basename(entry.path), entry.fingerprint,
                     points={task: 0.0 for task in tasks})
     with tempfile.TemporaryDirectory(prefix="tinyattn-class-") as tmp:
@@ -155,7 +158,12 @@ def _grade_one(entry: Entry, autograder: str, timeout: float, user: str, tasks: 
             folder = os.path.join(tmp, "submission")
             os.mkdir(folder)
             try:
-                unpack(entry.path, folder)
+                if not entry.path.endswith(".ipynb"):
+                    unpack(entry.path, folder)
+                elif len(notebooks) == 1:
+                    shutil.copyfile(entry.path, os.path.join(folder, notebooks[0]))
+                else:
+                    raise GradebookError(f"a lone notebook, where the course has {len(notebooks)} notebooks")
             except GradebookError as err:
                 graded.status = f"not graded: {err}"
                 return graded
@@ -237,6 +245,7 @@ def grade_all(submissions: str, autograder: str, csv_path: str, feedback_dir: st
         manifest = json.load(f)
     tasks = manifest["tasks"]
     title = str(manifest.get("course", {}).get("name", "tinyattn homework"))
+    notebooks = sorted(manifest.get("course", {}).get("notebooks", {}).values())
     entries = find_submissions(submissions)
     for entry in entries:
         entry.fingerprint = fingerprint(entry.path, autograder)
@@ -257,7 +266,7 @@ def grade_all(submissions: str, autograder: str, csv_path: str, feedback_dir: st
         with lock:
             user = free.pop()
         try:
-            graded = _grade_one(entry, os.path.abspath(autograder), timeout, user, tasks)
+            graded = _grade_one(entry, os.path.abspath(autograder), timeout, user, tasks, notebooks)
         finally:
             with lock:
                 free.append(user)

@@ -47,7 +47,8 @@ def grads(prefix, *tensors):
 # backward takes milliseconds there (an explicit Jacobian per row, the slowest honest answer seen, about
 # 4.5 s); differentiating numerically (a forward per element, or per column) takes many minutes. So the
 # probe has a budget of CPU time, which a busy machine does not use up faster: only the work the code does
-# counts, not the time it waits for a core.
+# counts, not the time it waits for a core. (The runner lowers it to half the task's CPU time where that is
+# less than a minute, so the budget stops the probe before the task's limit does.)
 BUDGET = 30.0
 
 
