@@ -175,3 +175,20 @@ def test_two_submissions_of_one_student_are_refused_in_one_line(tmp_path, capsys
     assert main(["grade-all", str(tmp_path / "subs"), "--autograder", str(tmp_path / "hw" / "autograder"),
                  "--csv", str(tmp_path / "g.csv")]) == 2
     assert capsys.readouterr().err == "error: grade-all: more than one submission for ann\n"
+
+
+def test_a_folder_of_submissions_the_student_users_can_read_is_named_on_the_last_line(assignment, tmp_path):
+    """A classmate's submission must be out of the student users' reach: where the folder is readable by every
+    user, each grading says so, and grade-all's last line repeats it for the instructor."""
+    python = os.path.join(require_isolation(), "bin", "python")
+    import tempfile
+
+    open_folder = pathlib.Path(tempfile.mkdtemp(prefix="tinyattn-open-"))
+    try:
+        open_folder.chmod(0o755)
+        _student(assignment, open_folder / "solved", "solved")
+        rows, log = _grade_all(open_folder, assignment, tmp_path / "grades.csv", python)
+        assert [r["total"] for r in rows] == ["5"]
+        assert f"note: isolation reduced: the user tinyattn-student can read {open_folder}" in log, log[-2000:]
+    finally:
+        shutil.rmtree(open_folder)

@@ -165,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {args.csv_path}: {len(run.graded)} students, {len(run.fresh)} graded now, "
                   f"{len(run.graded) - len(run.fresh)} unchanged since the last run"
                   + (f"; {len(failed)} not graded (see the status column)" if failed else ""))
+            if run.reduced:
+                print(f"note: {run.reduced}")
         elif args.command == "solve":
             commands.solve(args.student_dir, args.tasks, course)
             print(f"restored the reference code of {','.join(args.tasks)} in {args.student_dir}")

@@ -14,7 +14,10 @@ one at a time per core, and writes:
   autograder), so that a run again grades only what is new or changed.
 
 Each worker's student code runs as a user of its own (``tinyattn-student``, ``tinyattn-student1``,
-…): the end of one task kills every process of its user, which must not be another grading's.
+…): the end of one task kills every process of its user, which must not be another grading's. Each
+submission is graded from a private copy, and the folder of submissions and the autograder folder are
+named to ``grade`` as private: where the student users can read them (a classmate's submission, the
+hidden tests), the state and the command's last line say so, as ``grade``'s log does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -147,29 +151,49 @@ def unpack(zip_path: str, dest: str) -> None:
         raise GradebookError(f"not a zip file ({err})") from None
 
 
-def _grade_one(entry: Entry, autograder: str, timeout: float, user: str, tasks: dict, notebooks: list[str]) -> Graded:
+def _copy_plain_files(source: str, dest: str) -> None:
+    """A student's folder into ``dest``: its files and links (nothing else), at most ``MAX_MEMBERS`` entries and
+    ``MAX_UNZIPPED`` bytes, as for a zip; ``GradebookError`` otherwise."""
+    listing = trees.files(source, skip=("__pycache__", ".pytest_cache"), max_entries=MAX_MEMBERS)
+    if listing.cut:
+        raise GradebookError(f"the folder is too large to grade ({listing.cut})")
+    if sum(os.lstat(os.path.join(source, rel)).st_size for rel in listing.files) > MAX_UNZIPPED:
+        raise GradebookError(f"the folder holds more than {MAX_UNZIPPED >> 20} MiB")
+    for rel in listing.files:
+        os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+        mode = os.lstat(os.path.join(source, rel)).st_mode
+        if stat.S_ISREG(mode):
+            shutil.copyfile(os.path.join(source, rel), os.path.join(dest, rel))
+        elif stat.S_ISLNK(mode):  # (kept a link: the grader refuses it by name when it reads the file)
+            os.symlink(os.readlink(os.path.join(source, rel)), os.path.join(dest, rel))
+
+
+def _grade_one(entry: Entry, autograder: str, timeout: float, user: str, tasks: dict, notebooks: list[str],
+               private: tuple[str, ...] = ()) -> Graded:
     """Grade one submission in a ``grade`` process of its own; a submission that cannot be graded scores 0.
     A lone notebook stands for the course's one notebook (``notebooks``: the course's), whatever its name."""
     graded = Graded(entry.student, os.path.basename(entry.path), entry.fingerprint,
                     points={task: 0.0 for task in tasks})
-    with tempfile.TemporaryDirectory(prefix="tinyattn-class-") as tmp:
-        folder = entry.path
-        if os.path.isfile(entry.path):
-            folder = os.path.join(tmp, "submission")
-            os.mkdir(folder)
-            try:
-                if not entry.path.endswith(".ipynb"):
-                    unpack(entry.path, folder)
-                elif len(notebooks) == 1:
-                    shutil.copyfile(entry.path, os.path.join(folder, notebooks[0]))
-                else:
-                    raise GradebookError(f"a lone notebook, where the course has {len(notebooks)} notebooks")
-            except GradebookError as err:
-                graded.status = f"not graded: {err}"
-                return graded
+    with tempfile.TemporaryDirectory(prefix="tinyattn-class-") as tmp:  # (made 0700: this grading's own)
+        folder = os.path.join(tmp, "submission")
+        os.mkdir(folder)
+        try:
+            if os.path.isdir(entry.path):
+                _copy_plain_files(entry.path, folder)
+            elif not entry.path.endswith(".ipynb"):
+                unpack(entry.path, folder)
+            elif len(notebooks) == 1:
+                shutil.copyfile(entry.path, os.path.join(folder, notebooks[0]))
+            else:
+                raise GradebookError(f"a lone notebook, where the course has {len(notebooks)} notebooks")
+        except GradebookError as err:
+            graded.status = f"not graded: {err}"
+            return graded
         results_path = os.path.join(tmp, "results.json")
         command = [sys.executable, "-m", "tinyattn.homework", "grade", folder, "--autograder", autograder,
                    "--json", results_path, "--gradescope", "--timeout", str(timeout), "--as-user", user]
+        for path in private:
+            command += ["--private", path]
         budget = timeout * (len(tasks) + 1) + 120
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=budget,
@@ -230,6 +254,7 @@ class Run:
 
     graded: list[Graded]
     fresh: list[str]  # students graded in this run (the others were unchanged since the last)
+    reduced: str = ""  # the first "isolation reduced" line of this run's gradings, if any
 
 
 def grade_all(submissions: str, autograder: str, csv_path: str, feedback_dir: str | None = None,
@@ -266,7 +291,8 @@ def grade_all(submissions: str, autograder: str, csv_path: str, feedback_dir: st
         with lock:
             user = free.pop()
         try:
-            graded = _grade_one(entry, os.path.abspath(autograder), timeout, user, tasks, notebooks)
+            graded = _grade_one(entry, os.path.abspath(autograder), timeout, user, tasks, notebooks,
+                                (os.path.abspath(submissions), os.path.abspath(autograder)))
         finally:
             with lock:
                 free.append(user)
@@ -290,7 +316,9 @@ def grade_all(submissions: str, autograder: str, csv_path: str, feedback_dir: st
     for g in graded:
         with open(os.path.join(folder, _safe_name(g.student) + ".md"), "w", encoding="utf-8") as f:
             f.write(feedback_text(g, title))
-    return Run(graded, [e.student for e in todo])
+    notes = [line for e in todo for line in state[e.student].get("output", "").splitlines()
+             if line.startswith("isolation reduced")]
+    return Run(graded, [e.student for e in todo], notes[0] if notes else "")
 
 
 def _write_json(path: str, data: dict) -> None:
