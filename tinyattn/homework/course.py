@@ -125,8 +125,6 @@ def module_of(notebook: str) -> str:
 
 def _field(table: dict, name: str, kind: type | tuple[type, ...], where: str, default: object = None) -> object:
     value = table.get(name, default)
-    if value is None and default is None and name in table:
-        return None
     if value is not None and not isinstance(value, kind):
         kinds = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
         raise CourseError(f"{where}: {name} must be a {kinds}, got {type(value).__name__} {value!r}")

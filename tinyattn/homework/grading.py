@@ -175,9 +175,9 @@ class Reference:
 
     def __init__(self, tests_dir: str, source_root: str | None = None):
         self.tests_dir = tests_dir
-        if source_root is not None and source_root not in sys.path:
-            sys.path.append(source_root)  # (after this process's own: the library's tinyattn stays the one imported)
         if source_root is not None:
+            if source_root not in sys.path:  # (after this process's own: the library's tinyattn stays the one imported)
+                sys.path.append(source_root)
             notebook_import().install(source_root)  # (a course's notebook, imported as a module)
         if "probing" not in sys.modules:  # what the probes are written with (``from probing import task``)
             sys.modules["probing"] = load_module(HARNESS, "probing")

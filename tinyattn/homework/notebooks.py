@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 
+from .course import notebook_import
 from .markers import MarkerError, Region, fill_lines, parse_file, rewrite
 
 
@@ -27,8 +28,7 @@ def _save(notebook: dict, path: str) -> None:
 
 
 def _source(cell: dict) -> list[str]:
-    source = cell.get("source", "")
-    return ("".join(source) if isinstance(source, list) else str(source)).split("\n")
+    return str(notebook_import().cell_source(cell)).split("\n")
 
 
 def _set_source(cell: dict, lines: list[str]) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import json
 import os
 import stat
 from collections import Counter
@@ -184,7 +183,9 @@ def read_submission(
             continue
         try:
             text = read_plain(package_root, stored)
-            student = student_lines("\n".join(_notebook_lines(text)) if rel in notebooks else text)
+            if rel in notebooks:
+                text = "\n".join(notebook_import().text_module_lines(text))
+            student = student_lines(text)
         except (ValueError, OSError) as err:
             reason = f"not read: {err.strerror if isinstance(err, OSError) else err}"
             for r in mine:
@@ -265,15 +266,6 @@ def _read_edited(rel: str, template: list[str], student: list[str], mine: list[R
         found = match_unchanged(template, undone, [spans[r.key] for r in mine])
         for r, (first, end) in zip(mine, found or []):
             reading.code[r.key] = undone[first:end]
-
-
-def _notebook_lines(text: str) -> list[str]:
-    """A submitted notebook's code cells as a module's lines; ``ValueError`` if it is not a notebook."""
-    try:
-        notebook = json.loads(text)
-    except (ValueError, RecursionError) as err:  # (JSON nested past the parser's depth)
-        raise ValueError(f"not a Jupyter notebook (not JSON: {str(err)[:100]})") from None
-    return notebook_import().module_lines(notebook)
 
 
 def package_for(task: str, tasks: dict[str, list[Region]], reading: Reading) -> dict[Key, list[str]]:

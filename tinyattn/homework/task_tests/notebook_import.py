@@ -24,12 +24,7 @@ def module_lines(notebook):
     for cell in notebook["cells"]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
-        if isinstance(source, list) and all(isinstance(part, str) for part in source):
-            source = "".join(source)
-        if not isinstance(source, str):
-            raise ValueError("a code cell's source is neither text nor a list of lines")
-        cell_lines = source.split("\n")
+        cell_lines = cell_source(cell).split("\n")
         if cell_lines[0].startswith("%%"):  # a cell magic: the whole cell is for IPython, not Python
             cell_lines = ["# " + line for line in cell_lines]
         else:
@@ -38,14 +33,29 @@ def module_lines(notebook):
     return lines
 
 
+def cell_source(cell):
+    """A cell's text (Jupyter writes it as one string or as a list of lines); ``ValueError`` if it is neither."""
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        source = "".join(source)
+    if not isinstance(source, str):
+        raise ValueError("a code cell's source is neither text nor a list of lines")
+    return source
+
+
+def text_module_lines(text):
+    """``module_lines`` of a notebook's file text; ``ValueError`` if it is not a notebook."""
+    try:
+        notebook = json.loads(text)
+    except (ValueError, RecursionError) as err:  # (JSON nested past the parser's depth)
+        raise ValueError(f"not a Jupyter notebook (not JSON: {str(err)[:100]})") from None
+    return module_lines(notebook)
+
+
 def read_module_lines(path):
     """``module_lines`` of the notebook at ``path``."""
     with open(path, encoding="utf-8") as f:
-        try:
-            notebook = json.load(f)
-        except ValueError as err:
-            raise ValueError(f"not a Jupyter notebook (not JSON: {err})") from None
-    return module_lines(notebook)
+        return text_module_lines(f.read())
 
 
 class _NotebookFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
