@@ -3,14 +3,18 @@
 Each is a correct softmax backward obtained without deriving it, written as a student with the grader's
 source in hand would write it, around what the old check named: a module reached through NumPy's own
 attributes, attributes read by a ``case`` pattern, complex numbers made without the spellings the check
-knew, and an answer right only on the inputs small enough to differentiate numerically. Against the
-deny-list each earned points (run under ``open``, the policy changes nothing else, and they still pass the
-public test: the attack is real); under the allow-list and the large input's verdict each earns nothing.
+knew, an answer right only on the inputs small enough to differentiate numerically, and the best five-point
+stencil. Against the deny-list each earned points (run under ``open``, the policy changes nothing else, and
+they still pass the public test: the attack is real). The allow-list flags the first three with their
+evidence (this course sets flagged points aside until reviewed); the precision asked of derived code stops
+the numerical ones by mechanism, flagged or not.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tinyattn.homework import commands
 
 from .test_attacks import assert_only_the_honest_task_scores, attack, earned, student_visible
 from .test_attacks_shortcuts import WRITTEN_OUT, derive, open_policy
@@ -86,12 +90,13 @@ ATTACKS = {
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_what_the_deny_list_let_through_is_refused_by_the_allow_list(derive, name):
-    code, refused = ATTACKS[name]
+def test_what_the_deny_list_let_through_is_flagged_by_the_allow_list(derive, name):
+    """Each is flagged with its evidence; the course sets flagged points aside until reviewed."""
+    code, found = ATTACKS[name]
     results, log, _ = attack(derive, code, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(derive, results, log)
-    assert "refused by the task's policy" in student_visible(results) and refused in student_visible(results), \
-        student_visible(results)[:2000]
+    assert f"flagged (derive): {found}" in log, log[-3000:]
+    assert commands.WITHHELD in student_visible(results) and found in student_visible(results)
 
 
 @pytest.mark.slow
@@ -106,11 +111,13 @@ def test_without_the_policy_each_attack_passes_the_public_test(open_policy, name
 
 
 def test_an_answer_right_on_small_inputs_only_earns_nothing(derive):
-    """It passes the code check (nothing in it is off the allow-list) and every small probe; the large probe's
-    result is part of the whole task's verdict."""
+    """It passes the code check (nothing in it is off the allow-list, so nothing is flagged): central differences
+    are right to about 1e-10, not to rounding, so no small output scores (the precision a derived answer has), and
+    the large output is wrong."""
     results, log, _ = attack(derive, SMALL_ONLY, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(derive, results, log)
-    assert "not right on a large input" in student_visible(results), student_visible(results)[:2000]
+    assert "right only to" in student_visible(results), student_visible(results)[:2000]
+    assert not results["extra_data"]["flags"]
 
 
 RAISES_WHEN_LARGE = SMALL_ONLY.replace("    return (np.zeros_like(y),)", "    raise ValueError('too large')")
@@ -119,4 +126,35 @@ RAISES_WHEN_LARGE = SMALL_ONLY.replace("    return (np.zeros_like(y),)", "    ra
 def test_an_answer_that_raises_on_the_large_input_earns_nothing(derive):
     results, log, _ = attack(derive, RAISES_WHEN_LARGE, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(derive, results, log)
-    assert "not right on a large input" in student_visible(results), student_visible(results)[:2000]
+    assert "right only to" in student_visible(results), student_visible(results)[:2000]
+
+
+# The best five-point stencil along dY (softmax's Jacobian is symmetric, so J dY is the gradient): four plain
+# forwards, milliseconds on the large input too, and nothing a code check can name; right to about 3e-13
+STENCIL = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+def softmax(z):
+    e = np.exp(z - z.max(axis=ctx.dim, keepdims=True))
+    return e / e.sum(axis=ctx.dim, keepdims=True)
+h = 1e-3
+v = grad_output
+near = softmax(x + h * v) - softmax(x - h * v)
+far = softmax(x + 2 * h * v) - softmax(x - 2 * h * v)
+return ((8 * near - far) / (12 * h),)
+"""
+
+def test_the_five_point_stencil_earns_nothing_by_its_precision(derive):
+    """Nothing in it is flagged, no budget fires (four forwards); each output is right only to about 1e-13, where
+    derived code is right to rounding: no output scores."""
+    results, log, _ = attack(derive, STENCIL, isolated=True, timeout=60)
+    assert_only_the_honest_task_scores(derive, results, log)
+    assert not results["extra_data"]["flags"], results["extra_data"]["flags"]
+    assert "right only to" in student_visible(results), student_visible(results)[:2000]
+
+
+@pytest.mark.slow
+def test_without_the_policy_the_stencil_passes_the_tests_of_the_task(open_policy):
+    """(So the stencil is a real answer: what stops it is the precision asked of derived code.)"""
+    results, log, _ = attack(open_policy, STENCIL, isolated=True, timeout=60)
+    assert earned(results, "softmax_backward") == 4, log[-3000:]

@@ -36,8 +36,11 @@ def grade(assignment, root, submit):
     commands.solve(str(work), ["adam_step"])  # the honest part
     shutil.copytree(work / "tinyattn", root / "submission" / "tinyattn")
     submit(root / "submission", root / "source" / "grader")
+    # (these attacks are on how the grader reads the files, before any student code runs: graded unconfined, on
+    # this test's own Python, which the student user may not be able to run)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_TIMEOUT": "60",
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+           "TINYATTN_GRADER_UNCONFINED": "1"}
     env.pop("PYTHONPATH", None)
     done = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
                           timeout=300)

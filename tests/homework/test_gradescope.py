@@ -32,8 +32,11 @@ def run_autograder(assignment, root, submit, timeout=60):
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     submit(root / "submission")
+    # (the grader runs on this test's own Python, which the student user may not be able to run: graded
+    # unconfined, as the instructor says so; the fences are tested in test_attacks*.py, with a Python it can run)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_TIMEOUT": str(timeout),
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+           "TINYATTN_GRADER_UNCONFINED": "1"}
     env.pop("PYTHONPATH", None)
     result = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
                             timeout=600)
@@ -114,7 +117,7 @@ def test_an_endless_loop_times_out_and_costs_only_its_task(assignment, tmp_path)
     results = run_autograder(assignment, tmp_path, submit, timeout=4)
     manifest = json.loads((assignment / "manifest.json").read_text())
     assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
-    assert all("timed out after 4 s" in t["output"] for t in results["tests"] if t["tags"] == ["adam_step"])
+    assert all("ran past the time limit of 4 s" in t["output"] for t in results["tests"] if t["tags"] == ["adam_step"])
 
 
 def _python_310():

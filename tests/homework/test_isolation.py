@@ -37,7 +37,7 @@ def scores(results):
 def test_a_correct_task_earns_its_points_whatever_the_others_hold(tmp_path, tasks, solved):
     out, manifest = assigned(tmp_path, tasks)
     commands.solve(str(out / "student"), solved)
-    results, _ = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120)
+    results, _ = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120, unconfined=True)
     got = scores(results)
     for task in tasks:
         expected = manifest["tasks"][task]["points"] if task in solved else 0
@@ -50,7 +50,7 @@ def test_edits_outside_the_regions_are_reported_and_not_graded(tmp_path):
     functional = out / "student" / "tinyattn" / "nn" / "functional.py"
     # a "fix" elsewhere that would break every other task if it were used
     functional.write_text(functional.read_text().replace("def linear(", "def linear_unused(", 1))
-    results, table = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120)
+    results, table = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120, unconfined=True)
     assert results["score"] == manifest["tasks"]["softmax_backward"]["points"]
     assert "tinyattn/nn/functional.py" in results["output"] and "not graded" in results["output"]
     assert "note: tinyattn/nn/functional.py:" in table
@@ -67,7 +67,7 @@ def test_a_changed_line_around_a_region_is_explained(tmp_path):
         'raise NotImplementedError("task softmax_backward")',
         "(y,) = ctx.saved_tensors\n        return (y * (dy - (dy * y).sum(ctx.dim, keepdims=True)),)")
     softmax_py.write_text(solved)
-    results, _ = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120)
+    results, _ = commands.grade(str(out / "student"), str(out / "autograder"), timeout=120, unconfined=True)
     assert results["score"] == 0
     assert all("the line before the task softmax_backward stub was changed" in t["output"]
                for t in results["tests"])

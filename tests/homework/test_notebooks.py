@@ -111,12 +111,47 @@ def _classic(notebook, tmp_path):
     return json.dumps(nb, indent=1, sort_keys=True)
 
 
+def _cell_magic(magic):
+    def save(notebook, tmp_path):
+        """The task cell timed or captured by a cell magic (its code runs as Python under it), after setup cells
+        with line magics and shell commands."""
+        nb = copy.deepcopy(notebook)
+        cell = _task_cell(nb)
+        cell["source"] = [magic + "\n"] + list(cell["source"])
+        setup = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                 "source": ["!pip install -q numpy\n", "%matplotlib inline\n", "%load_ext autoreload\n",
+                            "%autoreload 2"]}
+        nb["cells"].insert(0, setup)
+        return json.dumps(nb, indent=1)
+    return save
+
+
+def _colab(notebook, tmp_path):
+    """Google Colab: its metadata (provenance, accelerator), a cell id in each cell's metadata, outputs with an
+    output id, and an ``%%capture`` install cell first."""
+    nb = copy.deepcopy(notebook)
+    nb["metadata"] = {"colab": {"provenance": [], "toc_visible": True}, "kernelspec": {"name": "python3",
+                      "display_name": "Python 3"}, "language_info": {"name": "python"}, "accelerator": "GPU"}
+    for n, cell in enumerate(nb["cells"]):
+        cell.pop("id", None)
+        cell["metadata"] = {"id": f"cell{n:04d}"}
+        if cell["cell_type"] == "code":
+            cell["metadata"]["outputId"] = f"{n:08x}-0000"
+    nb["cells"].insert(0, {"cell_type": "code", "execution_count": 1, "metadata": {"id": "install"}, "outputs": [],
+                           "source": ["%%capture\n", "!pip install tinyattn"]})
+    return json.dumps(nb, indent=2)
+
+
 @pytest.mark.parametrize("save", [
     _jupyter,
+    _cell_magic("%%time"),
+    pytest.param(_cell_magic("%%capture captured"), marks=pytest.mark.slow),
     pytest.param(_jupyterlab, marks=pytest.mark.slow),
     pytest.param(_vscode, marks=pytest.mark.slow),
     pytest.param(_classic, marks=pytest.mark.slow),
-], ids=["Jupyter (run by a kernel)", "JupyterLab", "VS Code on Windows", "nbformat 4.2"])
+    pytest.param(_colab, marks=pytest.mark.slow),
+], ids=["Jupyter (run by a kernel)", "%%time on the task cell", "%%capture on the task cell", "JupyterLab",
+        "VS Code on Windows", "nbformat 4.2", "Colab"])
 def test_an_honest_notebook_scores_full_marks_whichever_editor_saved_it(assignment, tmp_path, save):
     text = save(_notebook(assignment, tmp_path, solved=True), tmp_path)
     points, results, log = _graded(assignment, tmp_path, text)

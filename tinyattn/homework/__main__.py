@@ -1,4 +1,5 @@
-"""``python -m tinyattn.homework assign|check|grade|grade-all|solve|tasks|mistakes|guide`` (also ``tinyattn-homework``).
+"""``python -m tinyattn.homework assign|check|grade|grade-all|review|solve|tasks|mistakes|guide``
+(also ``tinyattn-homework``).
 
 Every misuse (a wrong path, a folder that is not a student copy, an unknown or empty task
 list, a time limit that is not positive) ends with one line on stderr and exit status 2.
@@ -69,6 +70,9 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--tasks", help="comma-separated task ids (default: all)")
     a.add_argument("--policy", type=_policies, default={}, metavar="TASK=POLICY[,...]",
                    help="what a task's code may call, instead of what course.toml says: derive, no-imports, open")
+    a.add_argument("--on-flag", choices=("review", "withhold"), default=None,
+                   help="what a flag from the policy's code check does to the task's points: review keeps them and "
+                        "flags the row, withhold sets them aside until reviewed (default: course.toml's, else review)")
     c = sub.add_parser("check", help="self-check: reference passes; blanks, mistakes and isolation are right")
     c.add_argument("--tasks", help="comma-separated task ids (default: all)")
     c.add_argument("--timeout", type=_seconds, default=600.0, help="seconds per test run (default 600)")
@@ -85,6 +89,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--gradescope", action="store_true",
                    help="always write RESULTS_JSON and exit 0, a submission that cannot be graded scoring 0 "
                         "with the reason (what run_autograder uses)")
+    g.add_argument("--unconfined", action="store_true",
+                   help="grade even where the student's code would run without the student user or a fence (not "
+                        "root, a Python that user cannot run, a kernel that refuses one); the results say so")
     g.add_argument("--as-user", default="tinyattn-student", metavar="NAME",
                    help="the user the student's code runs as, when grading as root (default tinyattn-student; "
                         "made on first use; gradings at once need one each)")
@@ -96,6 +103,12 @@ def parser() -> argparse.ArgumentParser:
                                                        "beside the CSV)")
     ga.add_argument("--workers", type=int, default=None, help="gradings at once (default: the machine's cores)")
     ga.add_argument("--timeout", type=_seconds, default=300.0, help="seconds per task (default 300)")
+    ga.add_argument("--overrides", metavar="CSV", help="the instructor's points: a CSV of student, task, points, "
+                                                       "comment (applied to the gradebook, shown in the feedback)")
+    ga.add_argument("--due", metavar="WHEN", help="the due date, ISO 8601 (2026-12-01T23:59-08:00): the late "
+                                                  "column gives the hours after it (Gradescope's :created_at:)")
+    r = sub.add_parser("review", help="list the flags of the last grade-all, with their evidence")
+    r.add_argument("--csv", required=True, dest="csv_path", metavar="GRADES_CSV")
     s = sub.add_parser("solve", help="put the reference code of some tasks back into a student copy")
     s.add_argument("student_dir")
     s.add_argument("--tasks", required=True, type=_task_list)
@@ -119,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         course = commands.course_at(args.course) if getattr(args, "course", None) else None
         if args.command == "assign":
-            data = commands.assign(args.out, _task_list(args.tasks), args.policy, course)
+            data = commands.assign(args.out, _task_list(args.tasks), args.policy, course, args.on_flag)
             total = sum(t["points"] for t in data["tasks"].values())
             count = len(data["tasks"])
             print(f"wrote {args.out}/student, {args.out}/autograder, {args.out}/manifest.json and "
@@ -141,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 _, table = commands.grade(args.student_dir, autograder, args.json_path, args.timeout,
                                           private=tuple(args.private), adopt_orphans=True,
-                                          without=tuple(args.without), user=args.as_user)
+                                          without=tuple(args.without), user=args.as_user,
+                                          unconfined=args.unconfined)
             except (commands.HomeworkError, MarkerError) as err:
                 if not args.gradescope:
                     raise
@@ -159,14 +173,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             if args.workers is not None and args.workers < 1:
                 raise commands.HomeworkError(f"grade-all: --workers must be at least 1, got {args.workers}")
-            run = gradebook.grade_all(args.submissions, args.autograder, args.csv_path, args.feedback,
-                                      args.workers, args.timeout, gradebook.progress_bar())
+            try:
+                run = gradebook.grade_all(args.submissions, args.autograder, args.csv_path, args.feedback,
+                                          args.workers, args.timeout, gradebook.progress_bar(), args.overrides,
+                                          args.due)
+            except gradebook.Stopped as stopped:
+                print(f"\n{stopped}", file=sys.stderr)
+                return 130
             failed = [g for g in run.graded if g.status != "graded"]
-            print(f"wrote {args.csv_path}: {len(run.graded)} students, {len(run.fresh)} graded now, "
+            flagged = [g for g in run.graded if g.flags]
+            print(f"wrote {args.csv_path}: {len(run.graded)} submissions, {len(run.fresh)} graded now, "
                   f"{len(run.graded) - len(run.fresh)} unchanged since the last run"
-                  + (f"; {len(failed)} not graded (see the status column)" if failed else ""))
+                  + (f"; {len(failed)} not graded (see the status column)" if failed else "")
+                  + (f"; {len(flagged)} flagged for review (`review --csv {args.csv_path}`)" if flagged else ""))
+            for student, was, now in run.changed:
+                print(f"changed: {student}: {was:g} -> {now:g} ({now - was:+g})")
             if run.reduced:
                 print(f"note: {run.reduced}")
+        elif args.command == "review":
+            from . import gradebook
+
+            print(gradebook.review(args.csv_path))
         elif args.command == "solve":
             commands.solve(args.student_dir, args.tasks, course)
             print(f"restored the reference code of {','.join(args.tasks)} in {args.student_dir}")

@@ -56,6 +56,7 @@ NUMPY = frozenset("""
     equal not_equal greater greater_equal less less_equal logical_and logical_or logical_not logical_xor
     all any argmax argmin count_nonzero nonzero atleast_1d atleast_2d atleast_3d tril triu diag diagonal trace
     repeat tile pad flip roll ndim shape size sort argsort take take_along_axis
+    allclose isclose array_equal
     ndarray float16 float32 float64 int8 int16 int32 int64 uint8 intp bool_ floating integer
     newaxis inf pi e nan
 """.split())
@@ -68,6 +69,7 @@ ATTRIBUTES = frozenset("""
     sum mean max min prod cumsum cumprod var std reshape swapaxes transpose squeeze astype copy ravel flatten clip
     dot any all argmax argmin argsort item repeat take fill nonzero tolist
     append extend insert pop index count items keys values get
+    add update discard remove union intersection difference issubset issuperset
     saved_tensors needs_input_grad
 """.split())
 
@@ -91,6 +93,31 @@ class Scope:
         self.numpy_names = numpy_names
         self.helpers = helpers
         self.ctx_attributes = ctx_attributes  # None: not known (any attribute of ``ctx``)
+
+
+TYPE_EXPRESSION: tuple[type, ...] = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant,
+                                      ast.BinOp, ast.BitOr, ast.Load)
+
+
+def annotation_nodes(nodes: list[ast.AST]) -> set[int]:
+    """The ids of every node inside the type annotations of ``nodes`` (``x: Context``, ``-> np.ndarray``) that
+    are type expressions (names, attributes, subscripts, ``A | B``, strings): they describe the code, and are
+    never checked as code. An annotation holding anything else (a call, a lambda) is code, and is checked."""
+    found: set[int] = set()
+    for top in nodes:
+        for node in ast.walk(top):
+            held: list[ast.AST | None] = []
+            if isinstance(node, ast.arg):
+                held = [node.annotation]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                held = [node.returns]
+            elif isinstance(node, ast.AnnAssign):
+                held = [node.annotation]
+            for annotation in held:
+                parts = list(ast.walk(annotation)) if annotation is not None else []
+                if parts and all(isinstance(part, TYPE_EXPRESSION) for part in parts):
+                    found |= {id(part) for part in parts}
+    return found
 
 
 def own_names(tree: ast.AST) -> set[str]:

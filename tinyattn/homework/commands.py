@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import json
@@ -138,7 +139,8 @@ def student_readme(data: dict, regions: dict[str, list[Region]], course: Course)
     where = "." if own else anchor
     hand_in = (f"the `{anchor}` folder, whole (zip it, or upload the folder). Single files cannot be graded"
                if not own else "this folder, whole (zip it, or upload the folder)")
-    needs = "\nThe files build on tinyattn: run them where it is installed (`pip install tinyattn`).\n" if own else ""
+    needs = ("\nThe files build on tinyattn, which comes with them (the `tinyattn` folder beside them): the tests "
+             "import it from there.\n" if own else "")
     if course.notebooks:
         needs += ("\nIn a notebook, write each task's code in its cell, in place of the `raise` line. Only those "
                   "lines are graded: cells you add, outputs and metadata are not read.\n")
@@ -154,12 +156,18 @@ else in the files (edits outside the task lines are not graded). Find them with:
 
     grep -rn "TODO(task" {where}
 
-Run the public tests of every task, or of one task (each test names its task):
+Set up once, on any machine with Python 3.10 or newer (on Windows, `.venv\\Scripts\\python` in place of
+`.venv/bin/python`):
 
-    python -m pytest tests
-    python -m pytest tests --task {first}
+    python -m venv .venv
+    .venv/bin/python -m pip install -r requirements.txt
 
-What each task's code may use (the grader checks it, and refuses code that does not keep to it):
+Run the public tests of every task, or of one task (each test names its task), with that Python:
+
+    .venv/bin/python -m pytest tests
+    .venv/bin/python -m pytest tests --task {first}
+
+What each task's code may use (code that does not keep to it is flagged for your instructor to review):
 
 {chr(10).join(rules)}
 
@@ -171,18 +179,25 @@ code taken from the reference.
 """
 
 
+# What a student copy needs to run its tests, beside the files it holds (tinyattn among them)
+STUDENT_REQUIREMENTS = "numpy>=2.0\nmatplotlib>=3.8.4\npytest>=7\n"
+
+
 def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | None = None,
-           course: Course | None = None) -> dict:
+           course: Course | None = None, on_flag: str | None = None) -> dict:
     """Write ``out/student``, ``out/autograder``, ``out/manifest.json`` and ``out/gradescope_autograder.zip``.
 
     ``course``: the course to assign from (default: the library's own). ``policies``: task -> the name of its
     call policy (``policy.POLICIES``), for tasks that should not have the one their course gives them; the
-    manifest holds each task's."""
+    manifest holds each task's. ``on_flag``: what a flag does to a task's points (``ON_FLAG``), if not the
+    course's."""
     course = course or course_at(None)
     files, regions, tests, chosen = load(tasks, course)
     unknown = sorted(set(policies or {}) - set(chosen))
     if unknown:
         raise HomeworkError(f"assign: --policy names task(s) not assigned: {', '.join(unknown)}")
+    if on_flag is not None and on_flag not in ON_FLAG:
+        raise HomeworkError(f"assign: --on-flag is {on_flag!r} (known: {', '.join(ON_FLAG)})")
     if os.path.exists(out) and not os.path.isdir(out):
         raise HomeworkError(f"assign: {out} is a file, not a folder")
     if os.path.exists(out) and os.listdir(out):
@@ -196,6 +211,11 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
         write_package(files, regions, os.path.join(autograder, "reference"), blank=set())
         _write_marked(files, os.path.join(autograder, "marked"))
         _copy_tests(course, os.path.join(student, "tests"), hidden=False)
+        with open(os.path.join(student, "requirements.txt"), "w", encoding="utf-8") as f:
+            f.write(STUDENT_REQUIREMENTS)
+        if not any(rel.startswith("tinyattn/") for rel in files):  # a course of its own builds on tinyattn: with it
+            shutil.copytree(PACKAGE_DIR, os.path.join(student, "tinyattn"),
+                            ignore=shutil.ignore_patterns("homework", "__pycache__"))
         for rel in course.handout:  # the course's other files for the student (data, a notebook of notes)
             os.makedirs(os.path.dirname(os.path.join(student, rel)) or student, exist_ok=True)
             shutil.copy(os.path.join(course.root, rel), os.path.join(student, rel))
@@ -208,6 +228,7 @@ def assign(out: str, tasks: list[str] | None = None, policies: dict[str, str] | 
                 f.write(license_text)
         data = manifest(tests, chosen)
         data["course"] = {"name": course.name, "files": list(files), "notebooks": course.notebooks}
+        data["on_flag"] = on_flag or course.on_flag
         for task, info in data["tasks"].items():
             try:
                 spec = (policies or {}).get(task, course.tasks[task].policy)
@@ -285,7 +306,8 @@ fi
 PYTHONPATH="$SOURCE/grader" "$PY" -m tinyattn.homework grade "$ROOT/submission" \\
     --autograder "$SOURCE/autograder" --json "$RESULTS" --gradescope --timeout "${AUTOGRADER_TIMEOUT:-300}" \\
     --private "$SOURCE" --private "$ROOT/submission" --private "$ROOT/results" \\
-    ${TINYATTN_GRADER_WITHOUT:+--without "$TINYATTN_GRADER_WITHOUT"}
+    ${TINYATTN_GRADER_WITHOUT:+--without "$TINYATTN_GRADER_WITHOUT"} \\
+    ${TINYATTN_GRADER_UNCONFINED:+--unconfined}
 if ! "$PY" -c 'import json, sys; json.load(open(sys.argv[1]))' "$RESULTS" 2> /dev/null; then
     echo '{"score": 0, "tests": [], "output": "The grader stopped before writing results."}' \\
         > "$RESULTS"
@@ -362,8 +384,9 @@ def check(
     4. every common mistake (the task's ``mistakes`` in course.toml), planted alone, fails a test of its task;
     5. isolation: a student copy where only task T is solved is graded, for T, on a package
        identical to the reference, so T earns the full points check 1 showed;
-    6. the call policy: each task's refuses neither its reference nor any of its mistakes (on the
-       code), and the run-time half watches checks 1 and 4 (a mistake refused there is a hole).
+    6. the call policy: each task's flags neither its reference nor any of its mistakes (on the
+       code), and the run-time half watches checks 1 and 4 (a mistake refused there is a hole);
+    7. the handout: no task's region holds an import its file needs (blanked, it would be gone).
     ``progress(done, total, what)`` is called as each of the test runs ends (``homework check``
     prints it). Returns ``(ok, table)``.
     """
@@ -453,6 +476,7 @@ def check(
             else f"still passing: {', '.join(survivors)}"), not survivors))
         rows += isolation_rows(files, regions, chosen, os.path.join(tmp, "isolation"))
         rows += policy_rows(files, regions, chosen, rules)
+        rows += handout_rows(files, regions, chosen)
     width = max(len(r[1]) for r in rows)
     lines = [f"{'check':<24} {'subject':<{width}}  {'result':<6} detail", "-" * (width + 60)]
     for label, subject, detail, ok in rows:
@@ -502,6 +526,27 @@ def policy_rows(
     return rows
 
 
+def handout_rows(
+    files: dict[str, list[str]], regions: dict[str, list[Region]], chosen: list[str]
+) -> list[tuple[str, str, str, bool]]:
+    """Check 7: what the handout gives, the grader takes. An import inside a task's region is gone from the student's
+    copy once the region is blanked, and a student who adds it where it belongs, at the top of the file, edits
+    outside the regions, which the grader does not take: each such import is a hole."""
+    rows = []
+    for task in chosen:
+        inside = []
+        for region in regions[task]:
+            tree = ast.parse("\n".join(files[region.path]))
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and region.begin < node.lineno - 1 < region.end:
+                    names = ", ".join(alias.asname or alias.name for alias in node.names)
+                    inside.append(f"{region.path}:{node.lineno} imports {names} inside the region (move it to the "
+                                  "top of the file, which the student gets)")
+        detail = "every import its reference needs is in the handout" if not inside else "; ".join(inside)
+        rows.append(("7. handout", task, detail, not inside))
+    return rows
+
+
 def _read(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -532,11 +577,28 @@ class GraderFailed(RuntimeError):
     """The grader itself failed part-way; what was graded is in the results file, the rest scores 0."""
 
 
-def _test_entry(task: str, test: dict, passed: bool, output: str) -> dict:
-    """One test of Gradescope's results."""
-    return {"name": f"{task}: {test['name']}", "score": test["points"] if passed else 0.0,
-            "max_score": test["points"], "status": "passed" if passed else "failed", "output": output,
-            "tags": [task], "visibility": "visible" if test["visibility"] == "visible" else "after_published"}
+def _test_entry(task: str, test: dict, passed: bool, output: str, fraction: float | None = None,
+                withheld: str = "") -> dict:
+    """One test of Gradescope's results: its points, or the share ``fraction`` of them its outputs earned;
+    none while ``withheld`` says why they are set aside for the instructor's review."""
+    earned = test["points"] * (1.0 if passed else fraction or 0.0)
+    if withheld:
+        earned, output = 0.0, f"{withheld}\n{output}".strip()
+    return {"name": f"{task}: {test['name']}", "score": earned, "max_score": test["points"],
+            "status": "passed" if passed and not withheld else "failed", "output": output, "tags": [task],
+            "visibility": "visible" if test["visibility"] == "visible" else "after_published"}
+
+
+ON_FLAG = ("review", "withhold")  # what a flag does to a task's points: kept (the row is flagged), or set aside
+WITHHELD = "points withheld until your instructor reviews the flagged code (your course sets aside flagged points)"
+
+
+def evidence(task: str, rule: policy.Policy, where: str, code: list[str], finding: policy.Refusal) -> dict:
+    """One flag, as the instructor reviews it: the task, the file, the line of the task's code, the rule, what in
+    the code the policy's check found, and that line."""
+    line = code[finding.line - 1].strip() if 1 <= finding.line <= len(code) else ""
+    return {"task": task, "file": where, "line": finding.line, "rule": rule.name, "what": finding.what,
+            "code": untrusted.text(line, 200)}
 
 
 class ResultsFile:
@@ -550,6 +612,8 @@ class ResultsFile:
         self.path, self.tasks = path, tasks
         self.graded: dict[str, list[dict]] = {}
         self.output: list[str] = []
+        self.flags: list[dict] = []  # the policy's findings, for the instructor's review (``evidence``)
+        self.status = "grading"  # the grader's own word on the grading: "graded", or why it could not be
 
     STOPPED = "not graded: the grader stopped before this task"
 
@@ -558,7 +622,8 @@ class ResultsFile:
         tests = []
         for task, info in self.tasks.items():
             tests += self.graded.get(task) or [_test_entry(task, t, False, pending) for t in info["tests"]]
-        results: dict = {"score": sum(t["score"] for t in tests), "tests": tests}
+        results: dict = {"score": sum(t["score"] for t in tests), "tests": tests,
+                         "extra_data": {"status": self.status, "flags": self.flags}}
         if self.output:
             results["output"] = "\n".join(self.output)
         return results
@@ -601,7 +666,7 @@ def task_seed(base: int | str, task: str) -> int:
 def grade(
     student_dir: str, autograder_dir: str, json_path: str | None = None, timeout: float = 300.0,
     private: tuple[str, ...] = (), seed: int | None = None, adopt_orphans: bool = False,
-    without: tuple[str, ...] = (), user: str = sandbox.STUDENT_USER,
+    without: tuple[str, ...] = (), user: str = sandbox.STUDENT_USER, unconfined: bool = False,
 ) -> tuple[dict, str]:
     """Grade each task of a submission on its own; return Gradescope's results dict and the instructor's log.
 
@@ -618,6 +683,9 @@ def grade(
     not to use (``confine.FEATURES``); where isolation is reduced, the first line of the log and of
     the results' output says so. ``user``: who the student's code runs as, when the grader is root (made on
     first use; gradings at once need a user each, since the end of each task kills every process of its user).
+    It fails closed: where the student's code would run without the student user, or without a fence not named in
+    ``without``, grading refuses (``HomeworkError``, one line naming what is missing and the fix), unless
+    ``unconfined`` says to grade anyway; then the results' first line says what is missing.
     """
     unknown = sorted(set(without) - set(confine.FEATURES))
     if unknown:
@@ -635,6 +703,9 @@ def grade(
         rules = {task: policy.resolve(info.get("policy"), task) for task, info in data["tasks"].items()}
     except (TypeError, ValueError) as err:
         raise HomeworkError(f"grade: manifest.json: {err}") from None
+    on_flag = data.get("on_flag", "review")
+    if on_flag not in ON_FLAG:
+        raise HomeworkError(f"grade: manifest.json: on_flag is {on_flag!r} (known: {', '.join(ON_FLAG)})")
     if not os.path.isdir(student_dir):
         raise HomeworkError(f"grade: no submission folder at {student_dir}")
     course = _assigned_course(autograder_dir, data)
@@ -654,6 +725,14 @@ def grade(
     try:
         reference = Reference(course.tests, course.root)
         iso = sandbox.isolation(private, user=user, adopt_orphans=adopt_orphans, without=without)
+        unfenced = sandbox.unfenced(iso, without)
+        if unfenced and not unconfined:
+            reason = (f"grade: refused, {unfenced}; grading anyway needs --unconfined (run_autograder: "
+                      "TINYATTN_GRADER_UNCONFINED=1), and its results then say so")
+            sheet.status = f"not graded: {reason}"
+            sheet.write("not graded: the grader is not set up to run your code safely; your instructor has the "
+                        "details")
+            raise HomeworkError(reason)
         log.append(iso.note or f"the student's code runs as {user}, behind every fence")
         log += iso.fences.remarks if iso.fences else []
         if iso.note:
@@ -673,17 +752,35 @@ def grade(
 
             task_tests = [GradedTest(**t) for t in info["tests"]]
             rule = rules[task]
-            refused = [r for region in regions[task] if region.key in reading.code
-                       for r in policy.check(reading.code[region.key], rule, (files[region.path], region))]
-            if refused:  # the code's first check: it does not run at all
-                message = policy.refusal_message(task, rule, refused)
+            # The policy's check of the code is evidence for the instructor (a flag), never a verdict: what the code
+            # may not do is stopped by mechanism while it runs. Only code Python cannot read is not run.
+            flags = []
+            unreadable = []
+            for region in regions[task]:
+                code = reading.code.get(region.key)
+                if code is None:
+                    continue
+                for finding in policy.check(code, rule, (files[region.path], region)):
+                    if finding.what.startswith(policy.UNREADABLE):
+                        unreadable.append(finding)
+                    else:
+                        where = course.notebooks.get(region.path, region.path)
+                        flags.append(evidence(task, rule, where, code, finding))
+            if unreadable:
+                message = policy.refusal_message(task, rule, unreadable)
                 run = TaskRun(outcomes={g.node_id: Outcome(False, feedback(g, message, "")) for g in task_tests},
-                              log=[f"refused by the policy {rule.name}: {message}"])
+                              log=[message])
             else:
                 run = run_graded(write, task_tests, reference, seed=task_seed(base, task), limits=limits, iso=iso,
                                  redact=redact, regions=regions, policies={task: rule})
+            sheet.flags += flags
+            for flag in flags:
+                log.append(f"{task}: flagged ({rule.name}): {flag['what']} (line {flag['line']} of the task's code: "
+                           f"{flag['code']})")
+            withheld = WITHHELD if flags and on_flag == "withhold" else ""
             outcomes = [run.outcomes[g.node_id] for g in task_tests]
-            entries = [_test_entry(task, t, o.passed, o.output) for t, o in zip(info["tests"], outcomes)]
+            entries = [_test_entry(task, t, o.passed, o.output, o.fraction, withheld)
+                       for t, o in zip(info["tests"], outcomes)]
             sheet.graded[task] = entries
             sheet.write()
             log += [f"{task}: {line}" for line in run.log]
@@ -693,8 +790,17 @@ def grade(
         raise
     except Exception as err:
         reason = f"not graded: the grader failed ({type(err).__name__}); your instructor has the details"
+        sheet.status = f"not graded: the grader failed: {type(err).__name__}: {err}"[:500]
         sheet.write(reason)
         raise GraderFailed(f"the grader failed: {type(err).__name__}: {err}") from err
+    if sheet.flags:
+        tasks_flagged = sorted({flag["task"] for flag in sheet.flags})
+        kept = "set aside until reviewed" if on_flag == "withhold" else "kept"
+        sheet.output.append(f"Flagged for your instructor's review ({', '.join(tasks_flagged)}): what the task's "
+                            f"policy asks of the code was not kept everywhere; the points are {kept}:\n"
+                            + "\n".join(f"- {f['task']}: {f['what']} (line {f['line']} of your code)"
+                                         for f in sheet.flags[:20]))
+    sheet.status = "graded"
     results = sheet.write()  # the final file, from this process's own state
     width = max([len("task")] + [len(r[0]) for r in table])
     lines = [iso.note] if iso.note else []
@@ -731,6 +837,7 @@ def failed_results(autograder_dir: str, reason: str) -> dict:
         return {"score": 0.0, "output": reason, "tests": []}
     sheet = ResultsFile(None, tasks)
     sheet.output.append(reason)
+    sheet.status = f"not graded: {reason}"
     return sheet.results(reason)
 
 

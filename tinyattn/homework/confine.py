@@ -3,7 +3,7 @@
 Killing a task's processes and deleting its files at the end is not enough: a process can
 leave behind objects that belong to no process and to no folder the grader knows, and use
 memory that no ``RLIMIT_AS`` counts. So, before the child becomes the student user, it is
-put behind five fences, each probed once (``probe``) and each reported when it is missing:
+put behind six fences, each probed once (``probe``) and each reported when it is missing:
 
 * **namespaces** (``unshare``): a new IPC namespace, so its System V objects and POSIX
   message queues exist only for it and die with its last process; and a new mount namespace
@@ -19,6 +19,8 @@ put behind five fences, each probed once (``probe``) and each reported when it i
 * **keyrings**: the child gets a session keyring of its own, and the keyrings that outlive a
   session (the student user's user, user-session and persistent keyrings) are cleared before
   and after each task;
+* **no network**: a network namespace of its own, with no interface but a loopback that is down, so its
+  code can reach no host, no port of the grader's machine and no abstract socket outside it;
 * **no threads or processes** (a seccomp filter, the last thing before exec): the system calls
   that start a thread or a process fail for the child and for all it runs. A filter cannot be
   removed, so the task's code cannot switch it off, and no thread of its can run where the
@@ -36,7 +38,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x1000, 0x4000, 0x40000
 MS_RDONLY, MS_REMOUNT = 0x1, 0x20
 # A mount's own options, as /proc/self/mountinfo lists them, and the flag that keeps each on a remount
@@ -49,7 +51,7 @@ KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PER
 KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # fresh for each child, with /dev/mqueue
 # and its home (a folder that is a link to another, or missing, is skipped)
-FEATURES = ("namespaces", "cgroup", "oom", "keyrings", "threads")
+FEATURES = ("namespaces", "network", "cgroup", "oom", "keyrings", "threads")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -152,6 +154,7 @@ class Fences:
     cgroup_version: int = 0
     oom: bool = False
     keyrings: bool = False
+    network: bool = False  # the child is in a network namespace of its own, with no interface up
     threads: bool = False  # the child can start no thread or process
     missing: dict[str, str] = field(default_factory=dict)  # fence -> why it does not hold
     remarks: list[str] = field(default_factory=list)  # how the fences that hold are set, for the log
@@ -244,6 +247,11 @@ def probe(task_memory: int = 4 << 30, without: tuple[str, ...] = (), protect_sel
         else:
             fences.missing["namespaces"] = ("the kernel refused unshare(CLONE_NEWNS | CLONE_NEWIPC), a read-only "
                                             "remount or a tmpfs mount")
+    if "network" not in without:
+        if _holds_in_a_child(lambda: _check(_libc.unshare(CLONE_NEWNET), "unshare")):
+            fences.network = True
+        else:
+            fences.missing["network"] = "the kernel refused unshare(CLONE_NEWNET)"
     if "cgroup" not in without:
         folder, version, limit = _memory_cgroup()
         if not folder:
@@ -385,12 +393,16 @@ class Entry:
             if os.path.isdir("/dev/mqueue"):
                 _mount("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             for path, fd in zip(hidden, kept):  # hidden by a fresh /tmp: bound back at the same path
+                before = os.umask(0o022)  # (the child's umask, 077, would make the folders above it root's alone)
                 os.makedirs(path, 0o755, exist_ok=True)
+                os.umask(before)
                 _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
                 os.close(fd)
             owner = f",uid={self.uid},gid={self.gid}" if self.uid is not None else ""
             _mount("tmpfs", self.home, "tmpfs", MS_NOSUID | MS_NODEV, f"{size},mode=0700{owner}")
             os.chdir(self.home)
+        if self.fences.network:
+            _check(_libc.unshare(CLONE_NEWNET), "unshare")  # (a loopback only, down: no host is reachable)
         if self.uid is not None:
             os.setgroups([])
             os.setgid(self.gid if self.gid is not None else self.uid)

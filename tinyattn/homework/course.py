@@ -20,6 +20,8 @@ are the package's own source. ``course.toml``, in full::
     exclude = []                    # glob patterns left out
     tests = "tests"                 # the folder of probes.py and check_*.py (from this folder)
     handout = []                    # more files the student gets as they are (under root)
+    on_flag = "review"              # code the policy's check flags: "review" keeps its points and flags the row,
+                                    # "withhold" sets them aside until the instructor reviews it
 
     [tasks.layernorm_backward]      # one table per task, in the order students see them
     about = "the backward of LayerNorm"   # what the student writes, in a line
@@ -85,6 +87,7 @@ class Course:
     tasks: dict[str, TaskSpec] = field(default_factory=dict)
     assigned: bool = False  # an autograder's: its tasks are those assigned; the other regions keep the reference
     notebooks: dict[str, str] = field(default_factory=dict)  # a module of ``files`` -> the notebook it is read from
+    on_flag: str = "review"  # what a flag does to the task's points: "review" (kept) or "withhold" (set aside)
 
     @property
     def mistakes(self) -> tuple[Mistake, ...]:
@@ -159,9 +162,12 @@ def load_course(folder: str) -> Course:
         raise CourseError(f"{path}: unknown table(s) {', '.join(unknown)} (known: course, tasks)")
     head = data.get("course", {})
     where = f"{path} [course]"
-    unknown = sorted(set(head) - {"name", "root", "files", "exclude", "tests", "handout"})
+    unknown = sorted(set(head) - {"name", "root", "files", "exclude", "tests", "handout", "on_flag"})
     if unknown:
         raise CourseError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    on_flag = _field(head, "on_flag", str, where, "review")
+    if on_flag not in ("review", "withhold"):
+        raise CourseError(f"{where}: on_flag is {on_flag!r}; it must be \"review\" or \"withhold\"")
     root = os.path.normpath(os.path.join(folder, str(_field(head, "root", str, where, "."))))
     patterns = _strings(head, "files", where, ["*.py", "*.ipynb"])
     exclude = _strings(head, "exclude", where, [])
@@ -181,7 +187,8 @@ def load_course(folder: str) -> Course:
     if not os.path.isfile(os.path.join(tests, "probes.py")):
         raise CourseError(f"{where}: tests: no probes.py in {tests}")
     course = Course(folder, str(_field(head, "name", str, where, os.path.basename(os.path.abspath(folder)))),
-                    root, files, tests, _strings(head, "handout", where, []), notebooks=notebooks)
+                    root, files, tests, _strings(head, "handout", where, []), notebooks=notebooks,
+                    on_flag=str(on_flag))
     tasks = data.get("tasks", {})
     if not tasks:
         raise CourseError(f"{path}: no task (add a [tasks.<id>] table)")

@@ -100,10 +100,15 @@ def manifest(tests: list[GradedTest], tasks: list[str]) -> dict:
 
 @dataclass
 class Outcome:
-    """How one test ended."""
+    """How one test ended: passed, or failed with a share of its points (``fraction``: the outputs it got right)."""
 
     passed: bool
     output: str
+    fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.passed:
+            self.fraction = 1.0
 
 
 def run_tests(
@@ -297,15 +302,9 @@ def run_graded(
     void = {task: policy.voided(task, rules[task], {t.name: errors[t.name] for t in tests
                                                     if t.task == task and t.name in errors}, child.over_cpu)
             for task in {t.task for t in tests} if task in rules}
-    wants = {t.name: reference.values(t.name, seed)  # (the reference failing is the grader's failure, not the test's)
-             for t in tests if not void.get(t.task) and "arrays" in child.messages.get(t.name, {})}
-    for t in tests:  # a large input found wrong in any probe voids all of its task's tests
-        if t.name in wants and t.task in rules and not void.get(t.task):
-            void[t.task] = policy.large_wrong(rules[t.task], child.messages[t.name]["arrays"], wants[t.name],
-                                              reference.judges.matches_reference)
     for t in tests:
         message = child.messages.get(t.name)
-        if void.get(t.task):  # the task's code broke its policy in one probe: none of its tests counts
+        if void.get(t.task):  # the task's code did what a mechanism stops, in one probe: none of its tests counts
             run.outcomes[t.node_id] = Outcome(False, feedback(t, void[t.task], ""))
             if message is not None and "error" in message:
                 run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
@@ -316,17 +315,46 @@ def run_graded(
             run.outcomes[t.node_id] = Outcome(False, feedback(t, *excerpt(message["error"], redact)))
             run.log.append(f"{t.name}: {message['error']['type']}: {message['error']['message']}")
         else:
-            try:
-                reference.judges.judge(t.name, message["arrays"], wants[t.name])
+            # (the reference failing is the grader's failure, not the test's: it raises out of here)
+            want = reference.values(t.name, seed)
+            fraction, wrong = judged(t.name, message["arrays"], want, reference.judges, rules.get(t.task))
+            if not wrong:
                 run.outcomes[t.node_id] = Outcome(True, "")
-            except reference.judges.Failed as failed:
-                run.outcomes[t.node_id] = Outcome(False, feedback(t, str(failed), ""))
-                run.log.append(f"{t.name}: failed: {failed}")
-            except Exception as err:  # arrays no judge expected (forged, say): a failed test, never a crash
-                run.outcomes[t.node_id] = Outcome(False, feedback(t, "the result could not be judged", ""))
-                run.log.append(f"{t.name}: the result could not be judged: {type(err).__name__}: {err}")
+            else:
+                notes = [redact(note) for note in message.get("notes", [])]  # (what a large input raised)
+                said = "; ".join([wrong, *notes]) + f" ({fraction:.0%} of its outputs are right)"
+                run.outcomes[t.node_id] = Outcome(False, feedback(t, said, ""), fraction)
+                run.log.append(f"{t.name}: failed: {said}")
     run.log += [reason for reason in void.values() if reason]
     return run
+
+
+def judged(test: str, got: dict, want: dict, judges: ModuleType, rule: Policy | None) -> tuple[float, str]:
+    """The share of ``test``'s outputs the student's arrays ``got`` have right, and what is wrong ("" if nothing).
+
+    First the properties the test's name promises, on the student's arrays alone (``judges.judge`` with nothing
+    to compare): a result without them earns nothing. Then each output of the reference on its own, at the
+    judges' tolerance and, under a policy that forbids differentiating numerically, at derived code's precision
+    (``policy.imprecise``): an answer with dQ right and dK wrong earns dQ's share."""
+    try:
+        judges.judge(test, got, {})
+    except judges.Failed as failed:
+        return 0.0, str(failed)
+    except Exception as err:  # noqa: BLE001 - arrays no property expected (forged, say): failed, never a crash
+        return 0.0, f"the result could not be judged ({type(err).__name__})"
+    wrong = []
+    for name, expected in want.items():
+        try:
+            judges.matches_reference({name: got[name]} if name in got else {}, {name: expected})
+            far = policy.imprecise(rule, name, got[name], expected) if rule is not None else ""
+        except judges.Failed as failed:
+            far = str(failed)
+        except Exception as err:  # noqa: BLE001
+            far = f"{name}: could not be judged ({type(err).__name__})"
+        if far:
+            wrong.append(far)
+    right = len(want) - len(wrong)
+    return (right / len(want) if want else 1.0), "; ".join(wrong)
 
 
 def excerpt(error: dict, redact: Callable[[str], str], limit: int = 300) -> tuple[str, str]:

@@ -253,8 +253,8 @@ def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orp
     try:
         entry = _ensure_user(user)
     except OSError as err:
-        return Isolation(note=f"isolation reduced: could not create the user {user} ({err}); "
-                              "the student's code runs as root", reap=adopt_orphans and _become_subreaper())
+        return Isolation(note=f"isolation reduced: could not create the user {user} ({err}); without it, the "
+                              "student's code would run as root", reap=adopt_orphans and _become_subreaper())
     python = child_python()
     try:
         probe = _run_as(entry.pw_uid, entry.pw_gid, [python, "-I", "-c", "import numpy"])
@@ -263,8 +263,9 @@ def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orp
         problem = str(err)
     if problem:
         return Isolation(note=f"isolation reduced: the user {user} cannot run {python} ({problem}); install the "
-                              "grader's Python where every user can read it (setup.sh's venv); "
-                              "the student's code runs as root", reap=adopt_orphans and _become_subreaper())
+                              "grader's Python where every user can read it (setup.sh's venv, made from a Python "
+                              "outside /root); without it, the student's code would run as root",
+                         reap=adopt_orphans and _become_subreaper())
     exposed = [p for p in private if os.path.exists(p) and readable_by(p, entry.pw_uid, entry.pw_gid)]
     fences = confine.probe(without=without, protect_self=adopt_orphans)
     reduced = [f"the user {user} can read {', '.join(exposed)} (run_autograder makes these folders private "
@@ -272,6 +273,18 @@ def isolation(private: tuple[str, ...] = (), user: str = STUDENT_USER, adopt_orp
     reduced += [fences.note()] if fences.note() else []
     note = f"isolation reduced: {'; '.join(reduced)}" if reduced else ""
     return Isolation(entry.pw_uid, entry.pw_gid, note, reap=adopt_orphans and _become_subreaper(), fences=fences)
+
+
+def unfenced(iso: Isolation, without: tuple[str, ...] = ()) -> str:
+    """What the student's code would run without, said in one clause: the student user (not root, or a user that
+    cannot be made or cannot run the grader's Python), or a fence the kernel refuses and ``without`` does not name
+    (the instructor's explicit choice); "" when it runs as the student user behind every fence."""
+    if iso.uid is None:
+        return iso.note.removeprefix("isolation reduced: ")
+    refused = {name: why for name, why in (iso.fences.missing if iso.fences else {}).items() if name not in without}
+    if refused:
+        return "the kernel refuses fences: " + "; ".join(f"no {name} ({why})" for name, why in refused.items())
+    return ""
 
 
 @dataclass
@@ -477,10 +490,10 @@ def _collect(proc: subprocess.Popen, out_fd: int, channel_fd: int, limits: Limit
     while selector.get_map():
         now = time.monotonic()
         if now >= deadline:
-            ended = f"timed out after {limits.seconds:g} s"
+            ended = f"ran past the time limit of {limits.seconds:g} s"
             break
         if grace is None and cpu_time(proc.pid) > limits.cpu_seconds():
-            ended, over_cpu = f"used more than {limits.cpu_seconds():g} s of CPU time", True
+            ended, over_cpu = f"ran past the CPU limit of {limits.cpu_seconds():g} s", True
             break
         if grace is None and proc.poll() is not None:
             grace = now + 1.0
@@ -515,7 +528,8 @@ _DTYPES = {"|b1", "<i8", "<i4", "<u1", "<f8", "<f4", "|u1", "|i1"}
 
 
 def _message(line: bytes, tests: set[str]) -> dict | None:
-    """One channel line as ``{"test", "arrays": {name: ndarray}}`` or ``{"test", "error": {...}}``; None if bad."""
+    """One channel line as ``{"test", "arrays": {name: ndarray}, "notes": [text]}`` or ``{"test", "error": {...}}``;
+    None if bad."""
     try:
         raw = json.loads(line)
         test = raw["test"]
@@ -537,6 +551,7 @@ def _message(line: bytes, tests: set[str]) -> dict | None:
             data = base64.b64decode(spec["data"], validate=True)
             array = np.frombuffer(data, dtype=np.dtype(spec["dtype"]))
             arrays[untrusted.text(str(name), 100)] = array.reshape(shape).copy()
-        return {"test": test, "arrays": arrays}
+        notes = [untrusted.text(str(note), 1000) for note in raw.get("notes", [])[:5]]
+        return {"test": test, "arrays": arrays, "notes": notes}
     except Exception:  # anything malformed (nested a million deep: a RecursionError) is just bad data
         return None

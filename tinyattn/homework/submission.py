@@ -256,7 +256,9 @@ def _read_edited(rel: str, template: list[str], student: list[str], mine: list[R
             around[r.key] = (before, after)
             reading.code[r.key] = student[start + 1 : stop]
     outside = [op for op in ops if op[0] != "equal" and not any(s < op[1] and op[2] <= e for s, e in around.values())]
-    for _, i1, _, j1, _ in outside:
+    for tag, i1, _, j1, j2 in outside:
+        if tag == "insert" and all(not line.strip() or line.lstrip().startswith("#") for line in b[j1:j2]):
+            continue  # (comments added, a notebook's added cell marker or magic among them: no code changed)
         reading.outside.append(f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
                                f"{untrusted.text((b[j1] if j1 < len(b) else a[i1]).strip(), 60)!r}")
     undone = list(student)

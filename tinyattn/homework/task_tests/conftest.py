@@ -7,10 +7,10 @@ end counts passes per task.
 In a student copy (this file in ``tests/`` beside ``tinyattn/``), the copy's package is
 put first on ``sys.path`` however pytest was started (``pytest tests``, ``python -m
 pytest``, from any folder), so an installed tinyattn, which holds every solution, is
-never what gets tested; if one was imported already, the run stops with one line. In a
-copy of a course of its own (no ``tinyattn/`` beside ``tests/``), the copy's folder is put
-first, so its files are what the tests import, its notebooks too (``rotary.ipynb`` as
-``import rotary``, through ``notebook_import.py``); tinyattn is the installed one.
+never what gets tested; if one was imported already, the run stops with one line. A copy of
+a course of its own comes with tinyattn beside its files too; its folder is put first, so its
+files are what the tests import, its notebooks too (``rotary.ipynb`` as ``import rotary``,
+through ``notebook_import.py``).
 """
 
 import os
@@ -23,7 +23,7 @@ _IN_A_COPY = os.path.isfile(os.path.join(_COPY, "tinyattn", "__init__.py"))
 _IN_A_COPY = _IN_A_COPY and "TINYATTN_PACKAGE_ROOT" not in os.environ  # (check sets it: a package of its own)
 if _IN_A_COPY and "tinyattn" not in sys.modules:
     sys.path.insert(0, _COPY)
-elif "TINYATTN_PACKAGE_ROOT" not in os.environ:
+if "TINYATTN_PACKAGE_ROOT" not in os.environ:
     import notebook_import
 
     if _COPY not in sys.path:
@@ -84,7 +84,7 @@ def pytest_terminal_summary(terminalreporter):
         for report in terminalreporter.stats.get(status, []):
             if report.when != "call" and status != "error":
                 continue
-            task = dict(report.user_properties).get("task")
+            task = dict(getattr(report, "user_properties", ())).get("task")  # (a collection error has none)
             if task:
                 counts = per_task.setdefault(task, [0, 0])
                 counts[0] += status == "passed"

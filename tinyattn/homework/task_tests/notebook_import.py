@@ -2,7 +2,8 @@
 
 A course's task may live in a notebook (``rotary.ipynb``). The grader, the probes and the public
 tests import it as the module ``rotary``: the text of its code cells, each after a ``# %%`` line,
-with IPython's magics (``%time``, ``!pip ...``, a ``%%`` cell) turned into comments, so that every
+with IPython's magics (``%time``, ``!pip ...``, a ``%%bash`` cell) turned into comments (the cell under
+``%%time`` or ``%%capture`` runs, as Python), so that every
 line keeps its place. Markdown cells, outputs and metadata are not part of it: they cannot change
 what the code does, and so cannot earn or cost a point.
 """
@@ -14,6 +15,8 @@ import os
 import sys
 
 CELL = "# %%"  # the line before each code cell
+# Cell magics whose cell is Python, which IPython runs as Python (timing it, capturing its output...)
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun", "%%debug", "%%python", "%%python3")
 
 
 def module_lines(notebook):
@@ -25,9 +28,10 @@ def module_lines(notebook):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         cell_lines = cell_source(cell).split("\n")
-        if cell_lines[0].startswith("%%"):  # a cell magic: the whole cell is for IPython, not Python
+        magic = cell_lines[0].split()[0] if cell_lines[0].startswith("%%") and cell_lines[0].split() else ""
+        if magic and magic not in PYTHON_CELL_MAGICS:  # a cell for another language (%%bash, %%html...)
             cell_lines = ["# " + line for line in cell_lines]
-        else:
+        else:  # (a magic that runs its cell as Python, %%time say, runs it once here: its own line is a comment)
             cell_lines = ["# " + line if line.lstrip().startswith(("%", "!")) else line for line in cell_lines]
         lines += [CELL, *cell_lines]
     return lines

@@ -81,20 +81,23 @@ def within_budget(seconds, run):
         signal.signal(signal.SIGPROF, previous)
 
 
-class OnLargeInput(Exception):
-    """The code under test raised on a probe's large input (the grader voids a derived task for it: an answer
-    right on small inputs only is no answer)."""
+# What went wrong on a probe's large input, for the feedback (the runner sends it with the probe's arrays and
+# empties it after each probe)
+NOTES: list[str] = []
 
 
 def large_gradient(rng, make, shape):
     """The gradient of ``make(x)`` for a large random ``x`` of ``shape``, from a random upstream gradient, within
-    the budget; returned under a name starting ``large`` (``large_grad``, say), the grader counts it in every test
-    of a task whose policy forbids differentiating numerically."""
+    the budget; the probe returns it under a name starting ``large`` (``large_grad``, say). It scores as one output
+    of its probe, like the others: when the code under test raises on it, the gradient is all NaN (that output
+    fails, with the error in the feedback) and the probe's other outputs still count. Over the budget, the whole
+    probe stops (``OverBudget``)."""
     (x,) = leaves(rng, shape)
     try:
         within_budget(BUDGET, lambda: backward_from_random(make(x), rng))
     except OverBudget:
         raise
     except Exception as err:
-        raise OnLargeInput(f"on the large input ({x.shape[0]} x {x.shape[1]}): {type(err).__name__}: {err}") from err
+        NOTES.append(f"on the large input ({x.shape[0]} x {x.shape[1]}): {type(err).__name__}: {err}")
+        return np.full(x.shape, np.nan)
     return x.grad.numpy()

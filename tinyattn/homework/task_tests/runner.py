@@ -5,7 +5,8 @@ and the package under test, and writes one JSON request to its stdin:
 ``{"seed", "tests", "limits", "channel", "package_root", "watch"}``. Before any of the student's code is imported,
 the limits are set (soft and hard, so the code cannot raise them again). Then each probe
 runs and one JSON line per test goes to the channel (a pipe the grader reads):
-``{"test": name, "arrays": {name: {"dtype", "shape", "data"}}}`` or
+``{"test": name, "arrays": {name: {"dtype", "shape", "data"}}, "notes": [...]}`` (notes: what went wrong
+on a large input, if anything) or
 ``{"test": name, "error": {"type", "message", "frames"}}``. The grader treats every byte
 of it as untrusted data.
 
@@ -120,8 +121,12 @@ def main():
     for test in request["tests"]:
         try:
             probe = getattr(probes, test)
+            probing.NOTES.clear()
             arrays = watches[test].run(probe, request["seed"]) if test in watches else probe(request["seed"])
-            send({"test": test, "arrays": {name: _encode(value) for name, value in arrays.items()}})
+            message = {"test": test, "arrays": {name: _encode(value) for name, value in arrays.items()}}
+            if probing.NOTES:  # (what went wrong on a large input: said with the output it cost)
+                message["notes"] = [str(note)[:1000] for note in probing.NOTES[:5]]
+            send(message)
         except BaseException as err:  # noqa: B036 - SystemExit from the student's code fails only this test
             send({"test": test, "error": _describe(err, package_root)})
 
