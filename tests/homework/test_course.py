@@ -64,7 +64,9 @@ def test_the_student_copy_holds_the_course_s_files_stubbed_and_its_public_tests(
     assert 'raise NotImplementedError("task layernorm_backward")' in layernorm
     assert "grad_weight" not in layernorm and "BEGIN TASK" not in layernorm
     assert (student / "tests" / "check_course.py").is_file() and not (student / "tests" / "probes.py").exists()
-    assert not (student / "tinyattn").exists()  # the library is installed, not handed out
+    # the library comes beside the files, without the homework (its answers and its grader)
+    assert (student / "tinyattn" / "__init__.py").is_file() and not (student / "tinyattn" / "homework").exists()
+    assert (student / "requirements.txt").read_text().split() == ["numpy>=2.0", "matplotlib>=3.8.4", "pytest>=7"]
     readme = (student / "README_STUDENT.md").read_text()
     assert readme.startswith("# By hand: LayerNorm and GELU backwards, rotary embeddings")
     assert "| `gelu_backward` | 2 | `gelu.py` | the backward of GELU, `x Φ(x)` |" in readme

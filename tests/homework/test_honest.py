@@ -11,15 +11,18 @@ lines is read in time proportional to its size.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
+import textwrap
 import time
 
 import pytest
 
-from tinyattn.homework import commands
+from tinyattn.homework import commands, policy, submission
 
+from . import honest_corpus as corpus
 from .gradescope_box import Box, require_isolation, solved_student
 from .test_attacks import earned, manifest
 
@@ -169,3 +172,158 @@ def test_unreadable_and_costly_files_cost_only_their_own_tasks(assignment, tmp_p
     assert "code Python cannot read: a NUL byte (line" in outputs["softmax_backward"]
     assert "code nested too deeply for Python's parser" in outputs["log_softmax_backward"]
     assert seconds < 60, f"grading took {seconds:.1f} s"
+
+
+# -- the honest corpus: ten right answers to every task, in ten styles, each scoring full marks and no flag --------
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
+                       "course")
+
+
+def _fill_lines(lines: list[str], task: str, codes: list[str]) -> list[str]:
+    """``lines`` with each stub of ``task``, in order, replaced by the next of ``codes`` at the stub's indentation."""
+    stub = f'raise NotImplementedError("task {task}")'
+    queue = list(codes)
+    out = []
+    for line in lines:
+        if line.strip() == stub and queue:
+            indent = line[: len(line) - len(line.lstrip())]
+            code = textwrap.dedent(queue.pop(0)).strip("\n")
+            out += [indent + part if part.strip() else part for part in code.split("\n")]
+        else:
+            out.append(line)
+    assert not queue, f"{task}: {len(queue)} answer(s) with no stub left"
+    return out
+
+
+def corpus_submission(course_dir: str | None, student: str, k: int) -> str:
+    """The student copy ``student`` with answer ``k`` of the corpus in every task, saved in style ``k``'s way;
+    returns the folder to hand in (the package, for the shipped course)."""
+    course = commands.course_at(course_dir)
+    answers = corpus.EXAMPLE if course_dir else corpus.SHIPPED
+    _, regions, _, _ = commands.load(list(answers), course)
+    by_file: dict[str, dict[str, list[str]]] = {}
+    for task, variants in answers.items():
+        for region, code in zip(regions[task], variants[k]):
+            by_file.setdefault(region.path, {}).setdefault(task, []).append(code)
+    for rel, tasks in by_file.items():
+        notebook = course.notebooks.get(rel)
+        path = os.path.join(student, notebook or rel)
+        if notebook:
+            _fill_notebook(path, tasks, k)
+            continue
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for task, codes in tasks.items():
+            lines = _fill_lines(lines, task, codes)
+        text = "\n".join(lines)
+        text = text.replace("\n", "\r\n") if k == corpus.CRLF else text
+        text = "\ufeff" + text if k == corpus.BOM else text
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    return student if course_dir else os.path.join(student, "tinyattn")
+
+
+def _fill_notebook(path: str, tasks: dict[str, list[str]], k: int) -> None:
+    """The notebook with its task cells filled, saved as editor ``k % 4`` saves it (Jupyter, JupyterLab, Colab, VS
+    Code on Windows), with ``%%time`` on the task cell for odd ``k`` and a setup cell of magics for ``k % 3 == 0``."""
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for task, codes in tasks.items():
+            if f'raise NotImplementedError("task {task}")' in source:
+                source = "\n".join(_fill_lines(source.split("\n"), task, codes))
+                source = "%%time\n" + source if k % 2 else source
+        cell["source"] = source.splitlines(keepends=True)
+    if k % 3 == 0:
+        nb["cells"].insert(0, {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                               "source": ["!pip install -q numpy\n", "%matplotlib inline\n", "%load_ext autoreload"]})
+    editor = k % 4
+    if editor == 1:  # JupyterLab: every source one string, cell ids
+        for n, cell in enumerate(nb["cells"]):
+            cell["source"] = "".join(cell["source"])
+            cell["id"] = f"cell-{n}"
+        nb["nbformat_minor"] = 5
+    elif editor == 2:  # Colab: its metadata, a cell id in each cell's metadata
+        nb["metadata"]["colab"] = {"provenance": []}
+        for n, cell in enumerate(nb["cells"]):
+            cell.pop("id", None)
+            cell["metadata"] = {"id": f"c{n:04d}"}
+    text = json.dumps(nb, indent=1)
+    if editor == 3:  # VS Code on Windows: CRLF in the file and in the cells
+        for cell in nb["cells"]:
+            cell["source"] = [line.replace("\n", "\r\n") for line in cell["source"]]
+        text = json.dumps(nb, indent=1).replace("\n", "\r\n")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
+@pytest.fixture(scope="module")
+def corpus_assignments(tmp_path_factory):
+    """Every task of the shipped course, and of examples/course, under their courses' policies."""
+    made = {}
+    for name, course_dir in (("shipped", None), ("example", EXAMPLE)):
+        out = tmp_path_factory.mktemp(f"corpus-{name}") / "hw"
+        commands.assign(str(out), None, course=commands.course_at(course_dir))
+        made[name] = (str(out), course_dir)
+    return made
+
+
+@pytest.mark.parametrize("name", ["shipped", "example"])
+def test_no_answer_of_the_honest_corpus_is_flagged(corpus_assignments, tmp_path, name):
+    """The policy's check, as ``grade`` runs it, on the code as the grader reads it from each submission."""
+    assignment, course_dir = corpus_assignments[name]
+    course = commands._assigned_course(os.path.join(assignment, "autograder"),
+                                       manifest(assignment))
+    files, regions, _, chosen = commands.load(None, course)
+    rules = {task: policy.resolve(info.get("policy"), task) for task, info in manifest(assignment)["tasks"].items()}
+    answers = corpus.EXAMPLE if course_dir else corpus.SHIPPED
+    assert set(answers) == set(chosen) and all(len(v) == 10 for v in answers.values())
+    for k in range(10):
+        student = str(tmp_path / f"copy{k}")
+        shutil.copytree(os.path.join(assignment, "student"), student)
+        corpus_submission(course_dir, student, k)
+        anchor = commands._anchor(regions, course.notebooks, chosen)
+        reading = submission.read_submission(submission.find_package(student, anchor), files, regions, set(chosen),
+                                             tuple(manifest(assignment).get("handed_out", ())), course.notebooks)
+        assert not reading.outside and not reading.problems, (k, reading.outside, reading.problems)
+        for task in chosen:
+            for region in regions[task]:
+                found = policy.check(reading.code[region.key], rules[task], (files[region.path], region))
+                assert not found, (task, corpus.STYLES[k], [(f.line, f.what) for f in found])
+
+
+@pytest.mark.slow  # (twenty gradings of every task, with both cores busy: about three minutes)
+@pytest.mark.parametrize("name", ["shipped", "example"])
+def test_every_answer_of_the_honest_corpus_scores_full_marks_with_both_cores_busy(corpus_assignments, tmp_path,
+                                                                                   name):
+    assignment, course_dir = corpus_assignments[name]
+    venv = require_isolation()
+    total = sum(info["points"] for info in manifest(assignment)["tasks"].values())
+    stop = multiprocessing.Event()
+    load = [multiprocessing.Process(target=_busy, args=(stop,)) for _ in range(os.cpu_count() or 2)]
+    for process in load:
+        process.start()
+    try:
+        for k in range(10):
+            box = Box(os.path.join(assignment, "gradescope_autograder.zip"), venv)
+            try:
+                student = str(tmp_path / f"copy{k}")
+                shutil.copytree(os.path.join(assignment, "student"), student)
+                root = corpus_submission(course_dir, student, k)
+                if course_dir:
+                    shutil.copytree(root, box.submission, dirs_exist_ok=True)
+                else:
+                    shutil.copytree(root, os.path.join(box.submission, "tinyattn"))
+                results, log = box.run(timeout=300)
+            finally:
+                box.remove()
+            lost = {t["name"]: t["output"][:300] for t in results["tests"] if t["status"] != "passed"}
+            assert results["score"] == total and not lost, (corpus.STYLES[k], lost, log[-2000:])
+            assert results["extra_data"] == {"status": "graded", "flags": []}, (corpus.STYLES[k], results)
+            assert "Not graded" not in results.get("output", ""), (corpus.STYLES[k], results["output"])
+    finally:
+        stop.set()
+        for process in load:
+            process.join()
