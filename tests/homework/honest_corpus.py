@@ -781,8 +781,9 @@ return grad_x, grad_weight, grad_bias
 """],
     ["""
 x_hat, inv_std, weight = ctx.saved_tensors
-grad_weight = np.einsum("...i,...i->i", grad_output, x_hat)
-grad_bias = np.einsum("...i->i", grad_output)
+rows_g = grad_output.reshape(-1, x_hat.shape[-1])
+grad_weight = np.einsum("bi,bi->i", rows_g, x_hat.reshape(-1, x_hat.shape[-1]))
+grad_bias = np.einsum("bi->i", rows_g)
 g = grad_output * weight
 mean_g = g.mean(axis=-1, keepdims=True)
 mean_gx = np.einsum("...i,...i->...", g, x_hat)[..., None] / x_hat.shape[-1]

@@ -197,3 +197,21 @@ def test_a_course_built_from_the_guide_alone_checks_assigns_and_grades(tmp_path,
     capsys.readouterr()
     assert main(["grade", str(student), "--autograder", str(tmp_path / "hw" / "autograder"), "--unconfined"]) == 0
     assert re.search(r"\ngelu_backward +1/1 +2/2\ntotal +2/2", capsys.readouterr().out)
+
+
+def test_check_fails_a_course_whose_region_holds_an_import_its_file_needs(tmp_path, capsys):
+    """Blanked, the region takes its import along: the handout lacks it, and a student who adds it at the top of
+    the file edits outside the regions, which the grader does not take. ``check`` names the line."""
+    course = tmp_path / "course"
+    shutil.copytree(EXAMPLE, course)
+    gelu = course / "gelu.py"
+    gelu.write_text(gelu.read_text().replace("        # BEGIN TASK gelu_backward\n",
+                                             "        # BEGIN TASK gelu_backward\n        import math\n"))
+    handout = commands.handout_rows(*commands.load(None, commands.course_at(str(course)))[:2], ["gelu_backward"])
+    line = gelu.read_text().split("\n").index("        import math") + 1
+    assert handout == [("7. handout", "gelu_backward", f"gelu.py:{line} imports math inside the region (move it to "
+                        "the top of the file, which the student gets)", False)]
+    assert main(["check", "--course", str(course)]) == 1
+    table = capsys.readouterr().out
+    assert re.search(r"7\. handout +gelu_backward +HOLE +gelu\.py:\d+ imports math", table), table
+    assert re.search(r"7\. handout +layernorm_backward +ok", table), table

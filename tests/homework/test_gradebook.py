@@ -331,17 +331,22 @@ def test_a_broken_or_hostile_submission_costs_only_its_own_row(assignment, tmp_p
     _student(assignment, submissions / "jo.kim_ml@x.edu", "solved")
     _student(assignment, submissions / "printer", "solved")
     _prints_a_forged_status(submissions / "printer")
+    _student(assignment, submissions / "outside", "solved")  # (an edit outside the regions: told in the feedback)
+    gelu = submissions / "outside" / "gelu.py"
+    gelu.write_text(gelu.read_text() + "\nSCALE = 1.0\n")
     rows, log = _grade_all(submissions, assignment, tmp_path / "grades.csv", python)
     got = {r["student"]: (r["total"], r["status"]) for r in rows}
     for kind in broken_zips():
         assert got[kind][0] == "0" and got[kind][1].startswith("not graded: "), got[kind]
-    for student in ("solved", "zero", "fifo", "'=HYPERLINK(1)", "jo.kim_ml@x.edu", "printer"):
+    for student in ("solved", "zero", "fifo", "'=HYPERLINK(1)", "jo.kim_ml@x.edu", "printer", "outside"):
         assert got[student] == ("5", "graded"), (student, got[student], log[-3000:])
     assert got["jo.kim+ml@x.edu"] == ("0", "graded")
     feedback = tmp_path / "feedback"
     assert "Total: 0 points" in (feedback / (gradebook.file_name("jo.kim+ml@x.edu") + ".md")).read_text()
     assert "Total: 5 points" in (feedback / (gradebook.file_name("jo.kim_ml@x.edu") + ".md")).read_text()
     assert "forged" not in log and "the grader crashed" not in log.split("\n")[-2]
+    outside = (feedback / (gradebook.file_name("outside") + ".md")).read_text()
+    assert "edited outside the task regions (not graded): 'SCALE = 1.0'" in outside, outside
     printed = (tmp_path / "logs" / (gradebook.file_name("printer") + ".log")).read_text()
     assert "error: the grader crashed" in printed  # (kept whole in the student's log, for the instructor)
 

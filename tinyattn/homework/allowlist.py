@@ -40,7 +40,7 @@ BUILTINS = frozenset("""
     len range tuple list dict set frozenset enumerate zip min max abs sum int float bool sorted reversed any all
     isinstance slice round divmod pow map filter print
     ValueError TypeError RuntimeError IndexError KeyError NotImplementedError ZeroDivisionError ArithmeticError
-    AssertionError
+    AssertionError Exception MemoryError OverflowError FloatingPointError
 """.split())
 
 # NumPy's real-valued array functions, ufuncs, real dtypes and constants: no submodule, nothing complex

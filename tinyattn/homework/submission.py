@@ -259,8 +259,9 @@ def _read_edited(rel: str, template: list[str], student: list[str], mine: list[R
     for tag, i1, _, j1, j2 in outside:
         if tag == "insert" and all(not line.strip() or line.lstrip().startswith("#") for line in b[j1:j2]):
             continue  # (comments added, a notebook's added cell marker or magic among them: no code changed)
-        reading.outside.append(f"{rel}:{j1 + 1}: edited outside the task regions (not graded): "
-                               f"{untrusted.text((b[j1] if j1 < len(b) else a[i1]).strip(), 60)!r}")
+        shown = next((j for j in range(j1, j2) if b[j].strip()), j1)  # (the first line of it that is not blank)
+        reading.outside.append(f"{rel}:{shown + 1}: edited outside the task regions (not graded): "
+                               f"{untrusted.text((b[shown] if shown < len(b) else a[i1]).strip(), 60)!r}")
     undone = list(student)
     for _, i1, i2, j1, j2 in reversed(outside):
         undone[j1:j2] = template[i1:i2]
