@@ -1,26 +1,31 @@
-"""What a task's code may call: a policy per task, checked on the code before it runs and watched while it runs.
+"""What a task's code may do: a policy per task, its code check (evidence) and its mechanisms (verdicts).
 
 A backward task asks the student to *derive* a gradient. It can be answered without
-deriving it: by numerical differentiation through a forward (central differences, or the
-complex step, which in float64 matches to 1e-7), or by calling another part of the shipped
-package that computes the same gradient (another op's backward, autograd through other
-ops). A policy names what the task's code may not do, and the grader holds it twice:
+deriving it: by numerical differentiation through a forward (central differences, a stencil,
+the complex step), or by calling another part of the shipped package that computes the same
+gradient (another op's backward, autograd through other ops). A check of the code cannot tell
+derivation from numerical differentiation in general, and every rule it adds can refuse honest
+code. So a policy is held in two ways:
 
-1. **on the code** (``check``, in the grader's process, before anything runs): the region's
-   code is parsed, and an ``import``, a forbidden name (``eval``, ``getattr``, ``complex``...),
-   a forbidden attribute (``.forward``, ``.backward``, ``.imag``...), any ``__dunder__``
-   (the way around every name rule), a complex literal (``1j``) or a string naming a complex
-   dtype is refused, with its line;
-2. **at run time** (``task_tests/runner.py``, in the child): every call the region's lines make
-   into the package's own Python code is checked against the functions the policy allows (a
-   helper the task needs, such as ``unbroadcast``); any other fails the probe that made it.
+1. **its code check** (``check``, in the grader's process, before anything runs): the region's
+   code is parsed in its file, and an ``import``, a forbidden name (``eval``, ``getattr``,
+   ``complex``...), a forbidden attribute (``.forward``, ``.imag``...), a ``__dunder__``, a
+   complex literal, a string naming a complex dtype or, under ``derive``, anything off the
+   allow-list (``allowlist.py``) is a *finding*, with its line. The grader reports each as a
+   flag for the instructor (``commands.evidence``); the course's ``on_flag`` says whether the
+   task keeps its points for review or has them set aside. Type annotations are never checked
+   as code. Only code Python cannot read is not run.
+2. **its mechanisms**, which decide, whatever the code reads like: at run time, in the child
+   (``task_tests/runner.py``), every call the region's lines make into the package's own Python
+   code is checked against the functions the policy allows (``unbroadcast``), and any other voids
+   the task (``voided``); under a policy that forbids differentiating numerically, each float64
+   output scores only within ``PRECISION`` of the reference (``imprecise``: no difference quotient
+   gets there), and a large input that takes more CPU time than a derived backward ever does voids
+   the task.
 
-A third line is the probes': a hidden probe of each backward task runs on an input large
-enough that differentiating numerically takes minutes, under a time budget of seconds.
-
-The instructor picks a policy per task (``assign --policy task=name``; it is written into
-``manifest.json``): ``derive`` (the default for the backward tasks), ``no-imports`` (the
-default for the others), ``open``, or a dict of ``Policy``'s fields in ``manifest.json``.
+The instructor picks a policy per task (``course.toml``, or ``assign --policy task=name``; it is
+written into ``manifest.json``): ``derive`` (the default for the backward tasks), ``no-imports``
+(the default for the others), ``open``, or a dict of ``Policy``'s fields in ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -367,7 +372,7 @@ def _refuses_attribute(policy: Policy, attr: str) -> bool:
 
 
 def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | None = None) -> list[Refusal]:
-    """What in ``code`` (a region's lines) ``policy`` refuses; [] when nothing. ``where`` is the region's file (its
+    """What in ``code`` (a region's lines) ``policy``'s check finds; [] when nothing (the grader flags each). ``where`` is the region's file (its
     handed-out lines) and the region: the code is then read in it, as it runs, and may not leave the function it
     is in. Code Python cannot read is refused under every policy, with its line: it could not run, and what cannot
     be read cannot be checked. Text is never refused: comments, docstrings, and strings in any words (only a string
