@@ -152,3 +152,34 @@ def test_setup_sh_installs_into_a_venv_on_python_3_10_and_the_grader_runs_there(
         assert "3.10" in subprocess.run([venv_python, "--version"], capture_output=True, text=True).stdout
     finally:
         box.remove()
+
+
+def test_a_trial_root_under_tmp_grades_behind_every_fence(assignment, tmp_path):
+    """AUTOGRADER_ROOT=/tmp/trial, setup.sh's venv in it (two folders under /tmp, which each task's fresh /tmp
+    hides): the folders rebuilt above the venv in the task's namespace let the student user through, so a full
+    solution scores everything, as the student user, with nothing reduced."""
+    from .gradescope_box import require_fences, require_isolation
+
+    require_fences()
+    made = require_isolation()  # (a venv of this machine's system Python, with NumPy in it)
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="tinyattn-trial-", dir="/tmp")
+    try:
+        os.chmod(root, 0o755)
+        shutil.copytree(made, os.path.join(root, "venv"), symlinks=True)  # (as setup.sh would make it there)
+        with zipfile.ZipFile(assignment / "gradescope_autograder.zip") as z:
+            z.extractall(os.path.join(root, "source"))
+        os.mkdir(os.path.join(root, "submission"))
+        copy_student(assignment, TASKS)(pathlib.Path(root) / "submission")
+        shutil.rmtree(os.path.join(root, "work"), ignore_errors=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TINYATTN_GRADER_UNCONFINED")}
+        done = subprocess.run(["bash", os.path.join(root, "source", "run_autograder")], capture_output=True,
+                              text=True, timeout=600, env={**env, "AUTOGRADER_ROOT": root})
+        results = json.loads(pathlib.Path(root, "results", "results.json").read_text())
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    manifest = json.loads((assignment / "manifest.json").read_text())
+    assert results["score"] == sum(t["points"] for t in manifest["tasks"].values()), done.stdout[-3000:]
+    assert "isolation reduced" not in results.get("output", ""), results.get("output")
+    assert "behind every fence" in done.stdout

@@ -8,7 +8,9 @@ refused), each also written the ways students write (blank lines, comments, tabs
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from tinyattn.homework import commands, policy
@@ -185,3 +187,93 @@ def test_rewrite_says_where_each_region_lies_in_the_written_file():
     assert text[first - 1 : last] == given[mine[0].key]
     first, last = spans[mine[1].key]
     assert text[first - 1 : last] == _reference(files, mine[1])
+
+
+# -- the precision asked of derived code: measured, against what difference quotients reach ---------------------
+
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(z, axis=-1):
+    shifted = z - z.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _layer_norm(z, axis=-1):
+    centered = z - z.mean(axis=axis, keepdims=True)
+    return centered / np.sqrt((centered * centered).mean(axis=axis, keepdims=True) + 1e-5)
+
+
+def _gelu(z, axis=-1):
+    return z * 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+
+
+STENCILS = {5: ([1, -8, 8, -1], [-2, -1, 1, 2], 12), 7: ([-1, 9, -45, 45, -9, 1], [-3, -2, -1, 1, 2, 3], 60),
+            9: ([3, -32, 168, -672, 672, -168, 32, -3], [-4, -3, -2, -1, 1, 2, 3, 4], 840)}
+
+
+def _best_stencil_error(f, points, x, dy, exact):
+    """The smallest error, by norm, of ``dyᵀ J`` by a central stencil of ``points`` points, over steps 1e-4..1e-1,
+    each element's derivative a difference of forwards (a directional one along dY for softmax, whose Jacobian is
+    symmetric)."""
+    weights, offsets, scale = STENCILS[points]
+    best = np.inf
+    for h in np.logspace(-4, -1, 31):
+        got = np.zeros_like(x)
+        if f is _softmax:
+            got = sum(w * f(x + o * h * dy) for w, o in zip(weights, offsets)) / (scale * h)
+        else:
+            for i in np.ndindex(x.shape):
+                step = np.zeros_like(x)
+                step[i] = h
+                got[i] = sum(w * (dy * f(x + o * step)).sum() for w, o in zip(weights, offsets)) / (scale * h)
+        best = min(best, np.linalg.norm(got - exact) / np.linalg.norm(exact))
+    return best
+
+
+def _analytic(f, x, dy):
+    if f is _softmax:
+        y = _softmax(x)
+        return y * (dy - (dy * y).sum(-1, keepdims=True))
+    if f is _log_softmax:
+        return dy - np.exp(_log_softmax(x)) * dy.sum(-1, keepdims=True)
+    if f is _layer_norm:
+        x_hat = _layer_norm(x)
+        inv_std = 1 / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        return (dy - dy.mean(-1, keepdims=True) - x_hat * (dy * x_hat).mean(-1, keepdims=True)) * inv_std
+    pdf = np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return dy * (0.5 * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0))) + x * pdf)
+
+
+@pytest.mark.parametrize("f", [_softmax, _log_softmax, _layer_norm, _gelu],
+                         ids=["softmax", "log_softmax", "layernorm", "gelu"])
+def test_no_stencil_reaches_the_precision_asked_of_a_derived_backward(f):
+    """For each nonlinear backward task (the shipped course's and examples/course's), the best five-, seven- and
+    nine-point stencils, at their best step, stay above ``policy.PRECISION``; so do central differences."""
+    rng = np.random.default_rng(0)
+    x, dy = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    exact = _analytic(f, x, dy)
+    for points in STENCILS:
+        assert _best_stencil_error(f, points, x, dy, exact) > 2 * policy.PRECISION, (f.__name__, points)
+
+
+def test_the_numbers_the_precision_rests_on():
+    """policy.py and docs/teaching.md: a reordered derived answer is off by about 7.5e-16 (a 512 x 512 matmul's
+    gradient summed one term at a time); softmax's backward along dY by the best stencils, 3e-13, 7e-14, 1.8e-14;
+    the precision asked, 5e-15, between the two."""
+    rng = np.random.default_rng(1)
+    g, b = rng.standard_normal((512, 512)), rng.standard_normal((512, 512))
+    one_at_a_time = np.zeros((512, 512))
+    for j in range(512):
+        one_at_a_time += np.outer(g[:, j], b[:, j])
+    reordered = np.linalg.norm(one_at_a_time - g @ b.T) / np.linalg.norm(g @ b.T)
+    assert 7.5e-16 / 2 < reordered < 7.5e-16 * 2
+    x, dy = rng.standard_normal((4, 3000)), rng.standard_normal((4, 3000))
+    exact = _analytic(_softmax, x, dy)
+    stated = {5: 3e-13, 7: 7e-14, 9: 1.8e-14}
+    for points, said in stated.items():
+        measured = _best_stencil_error(_softmax, points, x, dy, exact)
+        assert said / 2 < measured < said * 2, (points, measured)
+    assert reordered * 5 < policy.PRECISION < min(stated.values()) / 3
