@@ -450,7 +450,7 @@ def parse_time(text: str) -> datetime.datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
 
 
-def feedback_text(graded: Graded, title: str, overrides: list[Override] = ()) -> str:  # type: ignore[assignment]
+def feedback_text(graded: Graded, title: str, overrides: list[Override] | None = None) -> str:
     """What one student reads: the points per task, then the grader's notes, the instructor's overrides, and
     each test, with what failed where they may see it."""
     lines = [f"# {title}: feedback for {graded.student}", "",
@@ -460,7 +460,7 @@ def feedback_text(graded: Graded, title: str, overrides: list[Override] = ()) ->
     lines += ["| task | points |", "| --- | --- |"] + [f"| `{t}` | {p:g} |" for t, p in graded.points.items()]
     if graded.notes.strip():
         lines += ["", "## From the grader", "", "```", graded.notes.rstrip(), "```"]
-    for o in overrides:
+    for o in overrides or []:
         lines += ["", f"## `{o.task}`: {o.points:g} points, set by your instructor", "", o.comment or "(no comment)"]
     for test in graded.tests:
         mark = "passed" if test.get("status") == "passed" else "failed"

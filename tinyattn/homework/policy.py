@@ -372,11 +372,12 @@ def _refuses_attribute(policy: Policy, attr: str) -> bool:
 
 
 def check(code: list[str], policy: Policy, where: tuple[list[str], Region] | None = None) -> list[Refusal]:
-    """What in ``code`` (a region's lines) ``policy``'s check finds; [] when nothing (the grader flags each). ``where`` is the region's file (its
-    handed-out lines) and the region: the code is then read in it, as it runs, and may not leave the function it
-    is in. Code Python cannot read is refused under every policy, with its line: it could not run, and what cannot
-    be read cannot be checked. Text is never refused: comments, docstrings, and strings in any words (only a string
-    NumPy reads as a complex dtype is)."""
+    """What in ``code`` (a region's lines) ``policy``'s check finds; [] when nothing (the grader flags each).
+
+    ``where`` is the region's file (its handed-out lines) and the region: the code is then read in it, as it runs,
+    and may not leave the function it is in. Code Python cannot read is found under every policy, with its line:
+    it could not run, and what cannot be read cannot be checked. Text is never found: comments, docstrings, and
+    strings in any words (only a string NumPy reads as a complex dtype is), nor are type annotations."""
     reading = read(code, policy, where)
     if isinstance(reading, str):
         return [Refusal(0, f"{UNREADABLE}: {reading}")]
