@@ -100,14 +100,18 @@ class Box:
         self.submission = os.path.join(self.root, "submission")
         self.results_path = os.path.join(self.root, "results", "results.json")
 
-    def run(self, timeout: float = 60, without: str = "", prefix: tuple[str, ...] = ()) -> tuple[dict, str]:
+    def run(self, timeout: float = 60, without: str = "", prefix: tuple[str, ...] = (),
+            unconfined: bool = False) -> tuple[dict, str]:
         """Run run_autograder as Gradescope does; the results and what it printed (the instructor's log).
 
         ``without``: the kernel fences the grader is not to use (``TINYATTN_GRADER_WITHOUT``), as on a kernel
-        that refuses them; ``prefix``: a command that runs run_autograder (in a memory-limited cgroup, say)."""
+        that refuses them; ``prefix``: a command that runs run_autograder (in a memory-limited cgroup, say);
+        ``unconfined``: grade even where the student user cannot run the venv (``TINYATTN_GRADER_UNCONFINED``)."""
         env = {**os.environ, "AUTOGRADER_ROOT": self.root, "AUTOGRADER_TIMEOUT": str(timeout),
                "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
                "TINYATTN_GRADER_WITHOUT": without}
+        if unconfined:
+            env["TINYATTN_GRADER_UNCONFINED"] = "1"
         env.pop("PYTHONPATH", None)
         done = subprocess.run([*prefix, "bash", os.path.join(self.root, "run_autograder")], env=env,
                               capture_output=True, text=True, timeout=600)

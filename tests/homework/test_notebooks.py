@@ -18,7 +18,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from tinyattn.homework import commands
+from tinyattn.homework import commands, gradebook
 from tinyattn.homework.course import notebook_import
 
 from .gradescope_box import Box, require_isolation
@@ -259,4 +259,4 @@ def test_grade_all_takes_a_lone_notebook_per_student(assignment, tmp_path):
     rows, log = _grade_all(submissions, assignment, tmp_path / "grades.csv", python)
     assert {r["student"]: (r["rope"], r["status"]) for r in rows} == {
         "ann": ("3", "graded"), "bob": ("0", "graded"), "cy": ("0", "graded")}, log[-3000:]
-    assert "not a Jupyter notebook" in (tmp_path / "feedback" / "cy.md").read_text()
+    assert "not a Jupyter notebook" in (tmp_path / "feedback" / (gradebook.file_name("cy") + ".md")).read_text()
