@@ -540,15 +540,18 @@ def test_the_task_s_code_reaches_no_port_of_the_grader_s_machine(assignment, wit
     require_fences()
     received: list[bytes] = []
     server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(60)
+    server.settimeout(0.2)
+    done = threading.Event()
 
     def listen() -> None:
-        try:
-            connection, _ = server.accept()
-        except OSError:
-            return
-        with connection:
-            received.append(connection.recv(1000))
+        while not done.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(5)
+                received.append(connection.recv(1000))
 
     listener = threading.Thread(target=listen, daemon=True)
     listener.start()
@@ -556,8 +559,9 @@ def test_the_task_s_code_reaches_no_port_of_the_grader_s_machine(assignment, wit
         code = EXFILTRATE.replace("@PORT@", str(server.getsockname()[1]))
         results, log, _ = attack(assignment, code, isolated=True, without=without)
     finally:
-        server.close()
+        done.set()
         listener.join(5)
+        server.close()
     assert_only_the_honest_task_scores(assignment, results, log)
     if without:
         assert received == [b"what the task's code could read"], log[-3000:]

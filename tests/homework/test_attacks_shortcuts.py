@@ -86,6 +86,18 @@ return (x.grad.numpy(),)
 """
 
 
+# The complex step along dY: softmax's Jacobian is symmetric, so one complex forward gives J dY exactly, in
+# milliseconds on the large input too. Exact, so no precision tells it from a derivation: only the code check
+# finds it
+COMPLEX_ALONG_DY = """
+(y,) = ctx.saved_tensors
+x = np.log(np.maximum(y, 1e-300))
+z = x + 1e-30j * grad_output
+e = np.exp(z - x.max(axis=ctx.dim, keepdims=True))
+return ((e / e.sum(axis=ctx.dim, keepdims=True)).imag / 1e-30,)
+"""
+
+
 def _assignment(tmp_path_factory, name, policies=None, edit=None, on_flag=None):
     out = tmp_path_factory.mktemp(name) / "hw"
     commands.assign(str(out), TASKS, policies, on_flag=on_flag)
@@ -121,7 +133,7 @@ def open_policy(tmp_path_factory):
 @pytest.mark.parametrize("code, found, mechanism", [
     pytest.param(THROUGH_THE_FORWARD, "the attribute .forward", "PolicyError: the task's code called forward",
                  marks=pytest.mark.slow),
-    (COMPLEX_STEP, "the complex number 1e-30j", ""),
+    (COMPLEX_ALONG_DY, "the complex number 1e-30j", ""),
     pytest.param(AUTOGRAD, "an import", "PolicyError: the task's code called", marks=pytest.mark.slow),
 ], ids=["central differences through the op's forward", "complex step", "autograd through other ops"])
 def test_a_shortcut_the_code_check_names_is_flagged_and_earns_nothing_where_flags_withhold(derive, code, found,
@@ -137,18 +149,6 @@ def test_a_shortcut_the_code_check_names_is_flagged_and_earns_nothing_where_flag
         {f["task"] for f in results["extra_data"]["flags"]} == {"softmax_backward"}
     if mechanism:
         assert mechanism in log and "refused by the task's policy" in student_visible(results)
-
-
-# The complex step along dY: softmax's Jacobian is symmetric, so one complex forward gives J dY exactly, in
-# milliseconds on the large input too. Exact, so no precision tells it from a derivation: only the code check
-# finds it
-COMPLEX_ALONG_DY = """
-(y,) = ctx.saved_tensors
-x = np.log(np.maximum(y, 1e-300))
-z = x + 1e-30j * grad_output
-e = np.exp(z - x.max(axis=ctx.dim, keepdims=True))
-return ((e / e.sum(axis=ctx.dim, keepdims=True)).imag / 1e-30,)
-"""
 
 
 def test_a_flag_keeps_the_points_for_review_by_default(derive_review):
