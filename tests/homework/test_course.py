@@ -211,7 +211,7 @@ def test_check_fails_a_course_whose_region_holds_an_import_its_file_needs(tmp_pa
     line = gelu.read_text().split("\n").index("        import math") + 1
     assert handout == [("7. handout", "gelu_backward", f"gelu.py:{line} imports math inside the region (move it to "
                         "the top of the file, which the student gets)", False)]
-    assert main(["check", "--course", str(course)]) == 1
+    assert main(["check", "--course", str(course), "--tasks", "gelu_backward"]) == 1
     table = capsys.readouterr().out
     assert re.search(r"7\. handout +gelu_backward +HOLE +gelu\.py:\d+ imports math", table), table
-    assert re.search(r"7\. handout +layernorm_backward +ok", table), table
+    assert "2 hole(s)" in table and "6. policy" in table  # (derive flags the import too)

@@ -397,6 +397,7 @@ def test_a_group_gets_a_row_each_lateness_overrides_and_flags_for_review(assignm
     assert "GELU.forward(ctx, x + h)" in review.stdout and "a@x.edu" not in review.stdout
 
 
+@pytest.mark.slow  # (four gradings; the fifty's test regrades after a change too)
 def test_a_fixed_autograder_regrades_everyone_and_says_whose_grade_changed(assignment, tmp_path):
     """The instructor finds a bug in a judge (here: every GELU test fails), fixes it, and runs grade-all again."""
     python = os.path.join(require_isolation(), "bin", "python")

@@ -156,6 +156,7 @@ def test_setup_sh_installs_into_a_venv_on_python_3_10_and_the_grader_runs_there(
         box.remove()
 
 
+@pytest.mark.slow
 def test_a_trial_root_under_tmp_grades_behind_every_fence(assignment, tmp_path):
     """AUTOGRADER_ROOT=/tmp/trial, setup.sh's venv in it (two folders under /tmp, which each task's fresh /tmp
     hides): the folders rebuilt above the venv in the task's namespace let the student user through, so a full

@@ -511,7 +511,7 @@ def isolation_rows(
 def policy_rows(
     files: dict[str, list[str]], regions: dict[str, list[Region]], chosen: list[str], rules: dict[str, policy.Policy]
 ) -> list[tuple[str, str, str, bool]]:
-    """Check 6: each task's call policy (its course's) refuses neither the reference nor any common mistake."""
+    """Check 6: each task's call policy (its course's) flags neither the reference nor any common mistake."""
     rows = []
     for task in chosen:
         rule, variants, refused = rules[task], 0, []
@@ -520,8 +520,8 @@ def policy_rows(
                 variants += 1
                 if policy.check(code, rule, (files[region.path], region)):
                     refused.append(name)
-        detail = (f"{rule.name}: refuses none of {variants} honest variants (the reference, the common mistakes)"
-                  if not refused else f"{rule.name} refuses honest code: {'; '.join(refused)}")
+        detail = (f"{rule.name}: flags none of {variants} honest variants (the reference, the common mistakes)"
+                  if not refused else f"{rule.name} flags honest code: {'; '.join(refused)}")
         rows.append(("6. policy", task, detail, not refused))
     return rows
 
