@@ -564,7 +564,7 @@ def test_the_task_s_code_reaches_no_port_of_the_grader_s_machine(assignment, wit
         server.close()
     assert_only_the_honest_task_scores(assignment, results, log)
     if without:
-        assert received == [b"what the task's code could read"], log[-3000:]
+        assert received and set(received) == {b"what the task's code could read"}, log[-3000:]  # (once a probe)
     else:
         assert received == [], received
         assert "Network is unreachable" in log, log[-3000:]

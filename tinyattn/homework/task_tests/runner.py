@@ -78,9 +78,15 @@ class _Watch:
             where = f"{code.co_name} ({os.path.relpath(code.co_filename, self.root)})"
             if where not in self.refused:
                 self.refused.append(where)
+            raise PolicyError(self.said())  # (at the first such call: raised here, it stops the call, and the probe)
+
+    def said(self):
+        return ("the task's code called " + ", ".join(self.refused[:5]) + ", which its policy does not allow "
+                "(write the computation out)")
 
     def run(self, probe, seed):
-        """``probe(seed)``, watched; raises PolicyError if the task's code made a call it may not."""
+        """``probe(seed)``, watched; raises PolicyError if the task's code made a call it may not (even if the code
+        caught the one the watch raised)."""
         self.refused = []
         sys.setprofile(self.hook)
         try:
@@ -88,8 +94,7 @@ class _Watch:
         finally:
             sys.setprofile(None)
         if self.refused:
-            raise PolicyError("the task's code called " + ", ".join(self.refused[:5]) + ", which its policy does "
-                              "not allow (write the computation out)")
+            raise PolicyError(self.said())
         return result
 
 
