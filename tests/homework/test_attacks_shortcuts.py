@@ -245,7 +245,10 @@ while frame is not None:  # the seed the runner called the probe with
 if not getattr(probes, "forging", False):
     probes.forging = True
     for name in ("test_softmax_gradients", "test_softmax_backward_reference"):
-        arrays = getattr(probes, name)(seed)
+        try:  # (the watch raises at the first call it refuses: carry on without it)
+            arrays = getattr(probes, name)(seed)
+        except BaseException:
+            continue
         line = json.dumps({"test": name, "arrays": {k: runner._encode(v) for k, v in arrays.items()}}) + "\\n"
         for fd in range(3, 64):  # (the channel is one of them)
             try:
@@ -270,11 +273,12 @@ def watched_calls(tmp_path_factory):
 
 def test_results_written_on_the_channel_before_the_runner_s_refusal_earn_nothing(watched_calls):
     """The runner sends one result per test; the grader counted the first that came. Right results written first
-    by the task's code, then the runner's refusal: the task's 4 points before; now a test with more than one
-    result keeps the refusal, and the task earns nothing."""
+    by the task's code, then the runner's refusal: the task's 4 points before. A test with more than one result
+    keeps the refusal; and the probes the code runs again to forge them now stop at their first refused call, so
+    none is even written (the refusal stands though the code catches it): the task earns nothing."""
     results, log, _ = attack(watched_calls, FORGED_FIRST, isolated=True, timeout=60)
     assert_only_the_honest_task_scores(watched_calls, results, log)
-    assert "had more than one result on the results channel" in log
+    assert "PolicyError: the task's code called " in log
     assert "refused by the task's policy" in student_visible(results)
 
 
