@@ -74,7 +74,8 @@ def attack(assignment, code, *, isolated, timeout=30, later=None, without="", pr
     shutil.copytree(os.path.join(student, "tinyattn"), os.path.join(box.submission, "tinyattn"))
     shutil.rmtree(box.root + "-work")
     try:
-        results, log = box.run(timeout=timeout, without=without, prefix=prefix)
+        # (an attack that needs no student user runs where there is none, graded unconfined, as told)
+        results, log = box.run(timeout=timeout, without=without, prefix=prefix, unconfined=venv is None)
         time.sleep(0.3)  # anything the student left behind would write now
         assert box.results() == results, "results.json changed after the grader finished"
         return results, log, box

@@ -315,6 +315,7 @@ def _prints_a_forged_status(folder):
     path.write_text("\n".join(lines))
 
 
+@pytest.mark.slow  # (eight gradings; the README's run grades a class of six, a garbled zip among them)
 def test_a_broken_or_hostile_submission_costs_only_its_own_row(assignment, tmp_path):
     python = os.path.join(require_isolation(), "bin", "python")
     submissions = tmp_path / "submissions"
