@@ -465,7 +465,7 @@ def voided(task: str, policy: Policy, errors: dict[str, dict], over_cpu: bool = 
 
 
 # A derived answer computes the same numbers as the reference in another order: in float64, it is right to a few
-# units of rounding (about 7.5e-16 of the output's norm for a 512 x 512 matmul's gradient summed one term at a time).
+# units of rounding (under 1e-15 of the output's norm for a 512 x 512 matmul's gradient summed one term at a time).
 # A difference quotient is not: its step trades truncation for cancellation, and the best stencils stop far above
 # that (softmax's backward: 3e-13 by five points, 7e-14 by seven, 1.8e-14 by nine). Under a policy that forbids
 # differentiating numerically, each float64 output scores only within PRECISION of the reference, by its norm.
