@@ -261,7 +261,8 @@ def test_no_stencil_reaches_the_precision_asked_of_a_derived_backward(f):
 
 def test_the_numbers_the_precision_rests_on():
     """policy.py and docs/teaching.md: a reordered derived answer is off by less than 1e-15 (a 512 x 512 matmul's
-    gradient summed one term at a time: 7.5e-16 with one NumPy's BLAS, 3.3e-16 with another's); softmax's backward along dY by the best stencils, 3e-13, 7e-14, 1.8e-14;
+    gradient summed one term at a time: 7.5e-16 with one NumPy's BLAS, 3.3e-16 with another's); softmax's
+    backward along dY by the best stencils, 3e-13, 7e-14, 1.8e-14;
     the precision asked, 5e-15, between the two."""
     rng = np.random.default_rng(1)
     g, b = rng.standard_normal((512, 512)), rng.standard_normal((512, 512))
