@@ -245,15 +245,14 @@ def _copy_plain_files(source: str, dest: str) -> None:
     listing = trees.files(source, skip=("__pycache__", ".pytest_cache"), max_entries=MAX_MEMBERS)
     if listing.cut:
         raise GradebookError(f"the folder is too large to grade ({listing.cut})")
-    modes = {rel: os.lstat(os.path.join(source, rel)).st_mode for rel in listing.files}
-    if sum(os.lstat(os.path.join(source, rel)).st_size for rel in listing.files if stat.S_ISREG(modes[rel])) \
-            > MAX_UNZIPPED:
+    infos = {rel: os.lstat(os.path.join(source, rel)) for rel in listing.files}  # (links and special files unread)
+    if sum(info.st_size for info in infos.values() if stat.S_ISREG(info.st_mode)) > MAX_UNZIPPED:
         raise GradebookError(f"the folder holds more than {MAX_UNZIPPED >> 20} MiB")
-    for rel in listing.files:
+    for rel, info in infos.items():
         os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
-        if stat.S_ISREG(modes[rel]):
+        if stat.S_ISREG(info.st_mode):
             shutil.copyfile(os.path.join(source, rel), os.path.join(dest, rel))
-        elif stat.S_ISLNK(modes[rel]):  # (kept a link: the grader refuses it by name when it reads the file)
+        elif stat.S_ISLNK(info.st_mode):  # (kept a link: the grader refuses it by name when it reads the file)
             os.symlink(os.readlink(os.path.join(source, rel)), os.path.join(dest, rel))
 
 
