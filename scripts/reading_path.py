@@ -64,7 +64,7 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
      "more than once (X is used three times in self-attention).",
      [("tinyattn/autograd/core/tensor.py", "    def backward(", "`Tensor.backward`"),
       ("tinyattn/autograd/core/engine.py", "def topological_order(", "the order"),
-      ("tinyattn/autograd/core/engine.py", "def backpropagate(", "the chain rule, one node at a time")]),
+      ("tinyattn/autograd/core/engine.py", "def backward(", "the chain rule, one node at a time")]),
     ("The same attention without storing P",
      "FlashAttention computes attention in blocks of keys with a running softmax, keeps only each row's "
      "log-sum-exp, and recomputes `P` block by block in its backward.",
@@ -76,11 +76,12 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
     ("Forward mode: the other direction",
      "Each op also states its `jvp`, the tangent of its output from its inputs' tangents (`J t`, a column of the "
      "Jacobian, where backward gives `vᵀ J`, a row): softmax's is `tY = Y ⊙ (tX − rowsum(tX ⊙ Y))`. Inside "
-     "`forward_ad.dual_level()` every op applies it (the notebook `06_forward_and_reverse_mode.ipynb`).",
+     "`forward_ad.dual_level()` every op on tinyattn's tensors applies it (the notebook "
+     "`06_forward_and_reverse_mode.ipynb`).",
      [("tinyattn/autograd/core/ops/softmax.py", "return out * (tx - (tx * out).sum(axis=d, keepdims=True))",
        "softmax's jvp"),
       ("tinyattn/autograd/core/ops/matmul.py", "return ta @ b + a @ tb", "matmul's jvp, the product rule"),
-      ("tinyattn/autograd/forward_ad.py", "def _apply_with_tangents(", "each op's value, then its tangent")]),
+      ("tinyattn/autograd/tangents.py", "def with_tangent(", "each op's value, then its tangent")]),
 ]
 
 

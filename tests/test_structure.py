@@ -12,7 +12,7 @@ import sys
 
 import tinyattn
 from tinyattn import nn
-from tinyattn.autograd import engine
+from tinyattn.autograd import backprop, engine
 from tinyattn.autograd.core import engine as core_engine
 from tinyattn.autograd.function import Function, Node
 from tinyattn.nn import functional as F
@@ -46,14 +46,15 @@ def test_a_node_keeps_what_backward_needs_and_nothing_for_display():
 
 
 def test_the_engine_takes_no_hook():
-    """No engine function takes a hook; the core's pass never mentions one; torch's reaches tensor hooks only
-    through the gradient table it hands the pass (autograd/hooks.py)."""
+    """No engine function takes a hook; the core's pass never mentions one; torch's pass runs tensor hooks in one
+    place, where it takes a node's complete gradient (autograd/backprop.py)."""
     for name, fn in inspect.getmembers(engine, inspect.isfunction):
         if fn.__module__ == engine.__name__:
             assert "hook" not in inspect.signature(fn).parameters, name
     assert "hook" not in inspect.getsource(core_engine)
-    lines = [line for line in inspect.getsource(engine).splitlines() if "hook" in line and "import" not in line]
-    assert lines and all("hooks.gradient_table(" in line for line in lines), lines
+    assert "hook" not in inspect.getsource(engine)
+    lines = [line for line in inspect.getsource(backprop).splitlines() if "hooks.run(" in line]
+    assert len(lines) == 1 and "grad_output = hooks.run(node, grad_output)" in lines[0], lines
 
 
 def test_no_op_imports_tensor():

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .autograd import creation, forward_ad
+from .autograd import creation, forward_ad, tangents
 from .autograd.core.grad_mode import enable_grad
 from .autograd.engine import grad as autograd_grad
 from .autograd.tensor import Tensor, stack
@@ -125,7 +125,7 @@ def _gradients(outputs: Sequence[Tensor], wrt: Sequence[Tensor], cotangents: Seq
     """``Σ_i cotangent_iᵀ d output_i / d wrt`` for each of ``wrt``, zeros where there is no path; recorded (so that
     an outer transform can differentiate it) when something outside this transform requires grad."""
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
-    outer = (forward_ad._level is not None or any(getattr(c, "requires_grad", False) for c in cotangents)
+    outer = (tangents.is_open() or any(getattr(c, "requires_grad", False) for c in cotangents)
              or _reaches_outside([o for o, _ in pairs], wrt))
     if not pairs:
         return [Tensor._make(np.zeros(w.shape, w.dtype)) for w in wrt]
@@ -306,7 +306,7 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
 
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
-        if forward_ad._level is not None:
+        if tangents.is_open():
             return jacrev(func, argnums, has_aux=has_aux)(*args)
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         wrt_trees = [args[n] for n in nums]
@@ -332,12 +332,12 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
                         new_args[n] = tree
                     out, aux = _split_aux(func(*new_args), has_aux, "jacfwd")
                     out_leaves, out_spec = _flatten(out)
-                    tangents = []
+                    column = []
                     for o in out_leaves:
                         t = forward_ad.unpack_dual(o).tangent
-                        tangents.append(t if t is not None else Tensor._make(np.zeros(o.shape, o.dtype)))
+                        column.append(t if t is not None else Tensor._make(np.zeros(o.shape, o.dtype)))
                     out_leaves = [forward_ad.unpack_dual(o).primal for o in out_leaves]
-                per_element.append(tangents)
+                per_element.append(column)
             columns.append(per_element)
         if out_spec is None:  # (no input elements: evaluate once for the output's shapes)
             out, aux = _split_aux(func(*args), has_aux, "jacfwd")
@@ -427,11 +427,11 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                              f"{sorted(sizes)} for the mapped dimension")
         (size,) = sizes
-        state = creation._generator.bit_generator.state if randomness == "same" else None
+        state = creation.default_generator().bit_generator.state if randomness == "same" else None
         results = []
         for b in range(size):
             if state is not None:
-                creation._generator.bit_generator.state = state
+                creation.default_generator().bit_generator.state = state
             sample = [_unflatten(spec, [leaf if d is None else leaf.select(d, b) for leaf, d in zip(leaves, ds)])
                       for leaves, spec, ds in mapped]
             results.append(func(*sample, **kwargs))

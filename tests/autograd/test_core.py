@@ -1,30 +1,22 @@
-"""The core alone, as a student uses it: its Tensor, its ops, its ``backward`` and its registry.
+"""The core alone, as a student uses it: its Tensor, its ops, its ``backward``, and the classes it makes.
 
-tinyattn's torch-like Tensor runs torch's backward (``autograd/engine.py``) over the core's pass; these tests
-call the core's own ``backward`` (``core/engine.py``) and its pieces, each against derivatives written out by
-hand, with random upstream gradients.
+tinyattn's torch-like Tensor runs torch's backward (``autograd/backprop.py``) over the core's op classes;
+these tests call the core's own ``backward`` (``core/engine.py``) and its pieces, each against derivatives
+written out by hand, with random upstream gradients. The whole package is imported (the conftest does): the
+core's tensors stay the core's all the same.
 """
 
 import numpy as np
 import pytest
 
 from tinyattn.autograd import core
-from tinyattn.autograd.core import checks, engine, registry
-from tinyattn.autograd.core.function import Function, LeafNode, Node
+from tinyattn.autograd.core import checks, engine
+from tinyattn.autograd.core.function import Function, LeafNode, Node, TensorBase
 from tinyattn.autograd.core.ops.elementwise import Exp, Mul
 from tinyattn.autograd.core.ops.matmul import MatMul
 from tinyattn.autograd.core.ops.reduction import Sum
 
 RNG = np.random.default_rng(20261207)
-
-
-@pytest.fixture(autouse=True)
-def core_alone(monkeypatch):
-    """The core's own classes registered, as when nothing is built on it: apply makes core tensors and core
-    nodes (tinyattn's torch-like classes are put back after each test)."""
-    monkeypatch.setattr(registry, "Tensor", core.Tensor)
-    monkeypatch.setattr(registry, "Node", Node)
-    monkeypatch.setattr(registry, "LeafNode", LeafNode)
 
 
 def leaf(*shape):
@@ -90,21 +82,23 @@ def test_only_the_nodes_behind_the_output_run_and_each_after_every_node_that_use
     assert unrelated.grad_fn not in order
 
 
-def test_backpropagate_yields_each_node_once_with_its_complete_gradient_before_its_step():
+def test_each_node_runs_once_with_its_complete_gradient_and_a_leafs_node_runs_no_backward(monkeypatch):
     x = leaf(4)
     y = Exp.apply(x)
     z = Mul.apply(y, y)
     g = RNG.standard_normal(4)
-    steps = []
+    seen = []
+    node_backward = Node.backward
 
-    def step(node, grad_output):
-        steps.append(node)
-        return engine.call_backward(node, grad_output)
+    def spy(node, grad_output):
+        seen.append((node, grad_output.copy()))
+        return node_backward(node, grad_output)
 
-    seen = dict(engine.backpropagate({z.grad_fn: g}, engine.topological_order([z.grad_fn]), step))
-    np.testing.assert_allclose(seen[y.grad_fn], 2 * np.exp(x.array) * g)  # both uses of y, summed
-    np.testing.assert_allclose(seen[x.gradient_edge()], 2 * np.exp(2 * x.array) * g)
-    assert steps == [z.grad_fn, y.grad_fn]  # a leaf's node takes no step: its gradient flows no further
+    monkeypatch.setattr(Node, "backward", spy)
+    engine.backward(z, g)
+    assert [node for node, _ in seen] == [z.grad_fn, y.grad_fn]  # a leaf's node: its gradient flows no further
+    np.testing.assert_allclose(seen[1][1], 2 * np.exp(x.array) * g)  # both uses of y, summed before y's step
+    np.testing.assert_allclose(x.grad.array, 2 * np.exp(2 * x.array) * g)
 
 
 def test_a_node_keeps_none_for_an_input_that_takes_no_gradient():
@@ -191,39 +185,43 @@ def test_the_operators_apply_the_ops():
     assert (a.shape, a.dtype, a.ndim) == ((3,), np.dtype(np.float64), 1)
 
 
-def test_register_replaces_a_class_only_by_one_built_on_it(monkeypatch):
-    class Richer(registry.Tensor):
+def test_a_class_built_on_the_core_tensor_gets_results_and_nodes_of_its_own_kinds_by_its_class_attributes():
+    class NodeOfMine(Node):
         pass
 
-    class Other:
+    class LeafOfMine(LeafNode):
         pass
 
-    class NodeOfMine(registry.Node):
-        pass
+    class Richer(core.Tensor):
+        node_class = NodeOfMine
+        leaf_class = LeafOfMine
 
-    for name in ("TensorBase", "Tensor", "Node", "LeafNode"):
-        monkeypatch.setattr(registry, name, getattr(registry, name))  # (each put back after the test)
-    registry.register(tensor=Richer, node=NodeOfMine)
-    y = Mul.apply(leaf(2), 2.0)
-    assert type(y) is Richer and type(y.grad_fn) is NodeOfMine
-    assert registry.TensorBase is core.Tensor  # the first tensor registered stays the one apply unwraps
-    with pytest.raises(TypeError, match="register: Other is not built on Richer"):
-        registry.register(tensor=Other)
-    with pytest.raises(TypeError, match="register: Other is not built on NodeOfMine"):
-        registry.register(node=Other)
-    with pytest.raises(TypeError, match="register: Other is not built on"):
-        registry.register(leaf=Other)
+    x = Richer(RNG.standard_normal(2), requires_grad=True)
+    y = Mul.apply(x, leaf(2))  # a core tensor beside it: the result is of the more derived class
+    assert type(y) is Richer and type(y.grad_fn) is NodeOfMine and type(x.gradient_edge()) is LeafOfMine
+    plain = Mul.apply(leaf(2), 2.0)
+    assert type(plain) is core.Tensor and type(plain.grad_fn) is Node  # the core's own, as before
+    assert isinstance(x, TensorBase)
 
 
-def test_register_takes_the_first_tensor_class_as_the_one_to_unwrap(monkeypatch):
-    monkeypatch.setattr(registry, "TensorBase", None)
-    monkeypatch.setattr(registry, "Tensor", None)
+def test_op_result_is_the_last_step_of_apply_and_a_class_built_on_the_tensor_may_add_to_it():
+    calls = []
 
-    class First:
-        pass
+    class Noting(core.Tensor):
+        @classmethod
+        def op_result(cls, result, fn, inputs, options):
+            calls.append((fn, inputs, options))
+            result.noted = True
+            return result
 
-    registry.register(tensor=First)
-    assert registry.TensorBase is First and registry.Tensor is First
+    x = Noting(np.ones((2, 3)))
+    y = x.sum(dim=1)
+    assert y.noted and calls == [(Sum, (x,), {"dim": 1, "keepdim": False})]
+
+
+def test_an_op_without_a_tensor_among_its_inputs_is_refused_naming_what_it_got():
+    with pytest.raises(TypeError, match=r"Mul.apply: expected a tensor among the inputs, got \(ndarray, float\)"):
+        Mul.apply(np.ones(2), 2.0)
 
 
 def test_a_node_of_the_core_has_the_ops_name_and_its_backward_checks_what_it_returns():
@@ -231,7 +229,7 @@ def test_a_node_of_the_core_has_the_ops_name_and_its_backward_checks_what_it_ret
     node = Exp.apply(x).grad_fn
     assert isinstance(node, Node) and node.name == "Exp"
     g = RNG.standard_normal(2)
-    (dx,) = Node.backward(node, g)  # the core's own step, not torch's
+    (dx,) = node.backward(g)
     np.testing.assert_allclose(dx, g * np.exp(x.array))
 
 

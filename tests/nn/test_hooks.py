@@ -1,7 +1,6 @@
 """Hooks without torch: gradients replaced by hand-derived amounts, handles that remove, and no cost while no hook
 is registered (the pass gets a plain table; a module calls forward directly). (Against torch: test_hooks_torch.)"""
 
-import gc
 
 import numpy as np
 
@@ -28,14 +27,19 @@ def test_a_hook_inside_the_graph_changes_what_flows_to_the_ops_before_it():
     np.testing.assert_allclose(x.grad.numpy(), [30.0, 30.0])  # 10 * dy/dx
 
 
-def test_without_hooks_the_pass_gets_a_plain_table_and_a_module_calls_forward_directly(monkeypatch):
-    gc.collect()  # (the graphs of earlier tests, and their hooks, gone)
-    table = {}
-    assert hooks._registered == 0 and hooks.gradient_table(table) is table
+def test_a_node_without_hooks_runs_none_and_a_module_without_hooks_calls_forward_directly(monkeypatch):
     x = ta.ones(2, requires_grad=True)
-    with x.register_hook(lambda g: g):
-        assert isinstance(hooks.gradient_table(table), hooks.HookedGradients)
-    assert hooks._registered == 0 and hooks.gradient_table(table) is table
+    y = x * 2.0
+    assert y.grad_fn.tensor_hooks is None and x.gradient_edge().tensor_hooks is None
+    handle = y.register_hook(lambda g: g * 10)
+    (y * 1.0).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), [20.0, 20.0])  # the hook ran: 10 * dy/dx
+    handle.remove()
+    assert not y.grad_fn.tensor_hooks
+    monkeypatch.setattr(hooks, "run", lambda *a: (_ for _ in ()).throw(AssertionError("hooked")))
+    x.grad = None
+    (y * 1.0).sum().backward()  # (no hook left: hooks.run is never reached)
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
     layer = ta.nn.Linear(2, 2)
     assert layer._hooks is None
     monkeypatch.setattr(ta.nn.module_hooks, "call", lambda *a: (_ for _ in ()).throw(AssertionError("hooked")))

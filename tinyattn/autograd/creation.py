@@ -11,154 +11,32 @@ the distributions are the same.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from .core import dtypes, registry
+from .arrays import (  # noqa: F401  (re-exported: tinyattn.manual_seed, tinyattn.Generator...)
+    ArrayLike,
+    Generator,
+    _rng,
+    _size,
+    _size_given,
+    default_generator,
+    float_dtype,
+    initial_seed,
+    manual_seed,
+    multinomial_indices,
+    seed,
+    to_array,
+)
+from .core import dtypes
 from .core.dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401  (re-exported)
 from .devices import check_device
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
-
-ArrayLike = Any
-
-_generator = np.random.default_rng()
-_initial_seed: int | None = None
-
-
-def to_array(data: ArrayLike, dtype: Any = None) -> np.ndarray:
-    """Convert ``data`` to an ndarray with torch's default dtypes.
-
-    Python floats (and lists of them) become the default float (float32), Python ints int64, bools
-    bool; a NumPy array keeps its dtype (float64 stays float64). Strings,
-    objects and complex numbers raise ``TypeError``.
-    """
-    if isinstance(data, registry.TensorBase):
-        data = data.array
-    from_numpy = isinstance(data, (np.ndarray, np.generic))
-    try:
-        arr = np.array(data, dtype=dtype)
-    except (ValueError, TypeError) as err:
-        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__}: {err}") from None
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(
-            f"tensor: unsupported data type {arr.dtype} (from {type(data).__name__}); "
-            "expected numbers or booleans"
-        )
-    if dtype is None and not from_numpy:
-        if arr.dtype.kind == "f":
-            arr = arr.astype(dtypes.DEFAULT_FLOAT)
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64)
-    return arr
-
-
-def _fresh_seed() -> int:
-    """A seed from the operating system's entropy, in ``[0, 2**63)``."""
-    return int(np.random.SeedSequence().entropy % 2**63)  # type: ignore[operator]
-
-
-class Generator:
-    """A source of random numbers of its own (torch's ``Generator``), for ``generator=``."""
-
-    def __init__(self, device: Any = "cpu") -> None:
-        check_device("Generator", device)
-        self.manual_seed(_fresh_seed())
-
-    def manual_seed(self, seed: int) -> Generator:
-        """Restart the generator from ``seed``; returns the generator."""
-        self._initial = int(seed)
-        self.rng = np.random.default_rng(self._initial)
-        return self
-
-    def initial_seed(self) -> int:
-        """The seed the generator started from."""
-        return self._initial
-
-    def seed(self) -> int:
-        """Reseed from fresh entropy; returns the new seed."""
-        return self.manual_seed(_fresh_seed()).initial_seed()
-
-
-def manual_seed(seed: int) -> Generator:
-    """Reseed the generator behind ``randn``, ``rand``, initialisation and dropout; returns it, as torch."""
-    global _generator, _initial_seed
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-    _generator, _initial_seed = np.random.default_rng(int(seed)), int(seed)
-    g = Generator.__new__(Generator)
-    g._initial, g.rng = int(seed), _generator
-    return g
-
-
-def initial_seed() -> int:
-    """The seed given to the last ``manual_seed`` (a fresh random one before any)."""
-    global _initial_seed
-    if _initial_seed is None:
-        manual_seed(_fresh_seed())
-    return _initial_seed  # type: ignore[return-value]
-
-
-def seed() -> int:
-    """Reseed the default generator from fresh entropy; returns the seed."""
-    return manual_seed(_fresh_seed()).initial_seed()
-
-
-def default_generator() -> np.random.Generator:
-    """The NumPy generator that ``manual_seed`` controls (what initialisation and dropout draw from)."""
-    return _generator
-
-
-def _rng(op: str, generator: Any) -> np.random.Generator:
-    if generator is None:
-        return _generator
-    if isinstance(generator, Generator):
-        return generator.rng
-    if isinstance(generator, np.random.Generator):
-        return generator
-    raise TypeError(f"{op}: generator must be a tinyattn Generator, got {type(generator).__name__}")
-
-
-def _size(op: str, shape: tuple[Any, ...]) -> tuple[int, ...]:
-    """``f(2, 3)`` and ``f((2, 3))`` alike; as torch, no size at all, a non-int or a negative size is refused."""
-    if not shape:
-        raise TypeError(f"{op}: the size is missing (a 0-d tensor has size ())")
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
-        raise TypeError(f"{op}: size must be ints, got {shape}")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{op}: negative size in {shape}")
-    return tuple(int(s) for s in shape)
-
-
-def _size_given(op: str, size: tuple[Any, ...], keyword: dict[str, Any]) -> tuple[Any, ...]:
-    """The sizes, given spread (``zeros(2, 3)``) or as torch's ``size=`` keyword (``empty(size=(2, 3))``)."""
-    if not keyword:
-        return size
-    if set(keyword) != {"size"} or size:
-        extra = sorted(set(keyword) - {"size"})
-        raise TypeError(f"{op}() got an unexpected keyword argument {extra[0]!r}" if extra else
-                        f"{op}(): the size is given twice, spread and as size=")
-    return (keyword["size"],)
-
-
-def float_dtype(dtype: Any, device: Any = None) -> np.dtype:
-    """``dtype`` as a NumPy float dtype (None: the default, float32); other kinds raise ``TypeError``.
-
-    A module's ``device=`` is checked here too: the CPU (or None) only, as ``check_device``."""
-    check_device("device", device)
-    dtype = as_dtype(dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"dtype must be a floating type, got {dtype}")
-    return dtype
-
+from .tensor import Tensor
 
 def _new(op: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     check_device(op, device)
-    t = registry.Tensor._make(data)
+    t = Tensor._make(data)
     t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
     return t
 
@@ -168,7 +46,7 @@ def tensor(
 ) -> Tensor:
     """A new tensor holding a copy of ``data`` (Python floats become the default float dtype, ints int64)."""
     check_device("tensor", device)
-    t = registry.Tensor._make(to_array(data, None if dtype is None else as_dtype(dtype)))
+    t = Tensor._make(to_array(data, None if dtype is None else as_dtype(dtype)))
     t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
     return t
 
@@ -176,7 +54,7 @@ def tensor(
 def as_tensor(data: ArrayLike, *, dtype: Any = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a NumPy array or tensor of the same dtype (else a copy)."""
     check_device("as_tensor", device)
-    if isinstance(data, registry.TensorBase):
+    if isinstance(data, Tensor):
         return data if dtype is None else data.to(as_dtype(dtype))
     if isinstance(data, np.ndarray) and (dtype is None or as_dtype(dtype) == data.dtype):
         return from_numpy(data)
@@ -189,7 +67,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
     if ndarray.dtype.kind not in "fiub":
         raise TypeError(f"from_numpy: can't convert an array of dtype {ndarray.dtype}")
-    return registry.Tensor._make(ndarray)
+    return Tensor._make(ndarray)
 
 
 def _filled(op: str, fill: Any, size: tuple[Any, ...], dtype: Any, device: Any, requires_grad: bool) -> Tensor:
@@ -230,7 +108,7 @@ def full(
     size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (its dtype inferred from the value, as torch)."""
-    fill_value = fill_value.item() if isinstance(fill_value, registry.TensorBase) else fill_value
+    fill_value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
     dtype = _scalar_dtype(fill_value) if dtype is None else dtype
     return _filled("full", fill_value, (size,), dtype, device, requires_grad)
 
@@ -314,40 +192,28 @@ def randperm(
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None) -> Tensor:
     """Samples from normal distributions: ``normal(mean, std, size)`` with floats, or elementwise from tensors."""
     for name, value in (("mean", mean), ("std", std)):
-        if isinstance(value, registry.TensorBase) and value.requires_grad:
+        if isinstance(value, Tensor) and value.requires_grad:
             raise NotImplementedError(f"normal: no gradient to {name} here; pass {name}.detach()")
-    m, s = (v.array if isinstance(v, registry.TensorBase) else v for v in (mean, std))
+    m, s = (v.array if isinstance(v, Tensor) else v for v in (mean, std))
     if np.any(np.asarray(s) < 0):
         raise RuntimeError("normal: std must be >= 0")
     shape = _size("normal", (size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    dtype = next((v.dtype for v in (mean, std) if isinstance(v, registry.TensorBase)), dtypes.DEFAULT_FLOAT)
+    dtype = next((v.dtype for v in (mean, std) if isinstance(v, Tensor)), dtypes.DEFAULT_FLOAT)
     if dtype.kind != "f":
         raise TypeError(f"normal: expected floating-point mean and std, got {dtype}")
-    return registry.Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))
+    return Tensor._make(_rng("normal", generator).normal(m, s, shape).astype(dtype))
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """Indices drawn from each row's categorical distribution, with weights ``input`` (need not sum to 1)."""
-    weights = np.asarray(input.array if isinstance(input, registry.TensorBase) else input, dtype=np.float64)
-    if weights.ndim not in (1, 2):
-        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {weights.shape}")
-    if np.any(weights < 0) or not np.all(np.isfinite(weights)):
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    rows = weights.reshape(-1, weights.shape[-1])
-    if np.any(rows.sum(axis=1) <= 0):
-        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and np.any((rows > 0).sum(axis=1) < num_samples):
-        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _rng("multinomial", generator)
-    out = np.stack([rng.choice(len(p), size=num_samples, replace=replacement, p=p / p.sum()) for p in rows])
-    return registry.Tensor._make(out.reshape(weights.shape[:-1] + (num_samples,)).astype(np.int64))
+    return Tensor._make(multinomial_indices(input, num_samples, replacement, generator))
 
 
 # -- like another tensor ------------------------------------------------------------
 
 
 def _like(input: Tensor, dtype: Any) -> tuple[tuple[int, ...], Any]:
-    if not isinstance(input, registry.TensorBase):
+    if not isinstance(input, Tensor):
         raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
     return input.shape, input.dtype if dtype is None else dtype
 

@@ -1,7 +1,7 @@
 """Functions written as torch's docs write them ("Extending PyTorch"): ``forward`` and ``backward`` on Tensors.
 
 tinyattn's own ops compute on arrays (``core/ops/``, built on the core's ``Function``). ``Function`` here,
-torch's, is built on that one, and a subclass of it gets torch's contract instead, from ``run``, its ``apply``:
+torch's, is built on that one, and its ``apply`` gives a subclass torch's contract instead (``run``):
 
 * ``forward(ctx, *args)`` receives the Tensors themselves (and any other argument as it is), runs
   with grad mode off, and returns a Tensor or a tuple of them;
@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import forward_ad
+from . import tangents
 from .core import function as core
 from .core import grad_mode
 from .core.checks import broadcasts_to
@@ -60,15 +60,19 @@ class Function(core.Function):
 
     on_arrays = False
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass gets torch's apply (``run``, on Tensors), unless it says ``on_arrays = True``: then its forward
-        notes where it saved its output, if it did (unless the class says ``saved_output``)."""
-        super().__init_subclass__(**kwargs)
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """torch's ``apply``: ``run``, forward on the Tensors, recorded as one op.
+
+        A Function ``on_arrays`` is applied as the core applies its ops, and its context notes where forward
+        saved its output, if it did."""
         if not cls.on_arrays:
-            cls.apply = classmethod(run)  # type: ignore[method-assign, assignment]
-        elif "forward" in vars(cls) and "saved_output" not in vars(cls):
-            # (its own forward: a staticmethod, as torch's are written, or a plain function; both are called alike)
-            cls.forward = staticmethod(_noting_output(vars(cls)["forward"]))  # type: ignore[method-assign]
+            return run(cls, *args, **kwargs)
+        result = super().apply(*args, **kwargs)
+        node = result.grad_fn
+        if node is not None and "saved_output" not in vars(cls):
+            node.ctx.saved_output = _saved_output(node.ctx, result.array)
+        return result
 
     def __call__(self, *args: Any) -> Any:
         """Refused, as torch: an instance called as a function is the pre-0.4 style."""
@@ -77,21 +81,13 @@ class Function(core.Function):
                            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
 
-def _noting_output(forward: Any) -> Any:
-    """A forward of yours, on arrays, that notes on its context where it saved its output (``ctx.saved_output``,
-    None if it did not): a backward recorded as ops (higher_order.py) reads that array as the output."""
-
-    @functools.wraps(forward)
-    def noting(ctx: Context, *args: Any, **kwargs: Any) -> Any:
-        out = forward(ctx, *args, **kwargs)
-        ctx.saved_output = None
-        for i, saved in enumerate(ctx.saved_tensors):
-            if saved is out:
-                ctx.saved_output = i
-                break
-        return out
-
-    return noting
+def _saved_output(ctx: Context, out: np.ndarray) -> int | None:
+    """Where forward saved its output ``out`` in ``ctx.saved_tensors`` (None if it did not): a backward recorded as
+    ops (higher_order.py) reads that array as the output."""
+    for i, saved in enumerate(ctx.saved_tensors):
+        if saved is out:
+            return i
+    return None
 
 
 class FunctionCtx(Context):
@@ -185,13 +181,13 @@ def run(cls: type[Function], *args: Any, **kwargs: Any) -> Any:
     if not (grad_mode.is_grad_enabled() and any(ctx.needs_input_grad) and wanted):
         results = tuple(None if o is None else Tensor._make(o.array) for o in outputs)
         if any(getattr(a, "_fw_tangent", None) is not None for a in args):  # forward mode, nothing recorded
-            tangents = [None if t is None else t.array for t in (a._fw_tangent if isinstance(a, Tensor) else None
-                                                                  for a in args)]
+            given = [None if t is None else t.array for t in (a._fw_tangent if isinstance(a, Tensor) else None
+                                                               for a in args)]
             primals = tuple(a.array if isinstance(a, Tensor) else a for a in args)
-            filled = tuple(forward_ad._zero_tangent(p) if t is None else t for p, t in zip(primals, tangents))
+            filled = tuple(tangents.zero_tangent(p) if t is None else t for p, t in zip(primals, given))
             for r, t in zip(results, user_tangents(cls, ctx, filled)):
                 if r is not None and t is not None:
-                    forward_ad._carry(r, np.asarray(t.array if isinstance(t, Tensor) else t, dtype=r.dtype))
+                    tangents.carry(r, Tensor._make(np.asarray(t.array if isinstance(t, Tensor) else t, dtype=r.dtype)))
         return results[0] if single else results
     dtype = np.result_type(*(outputs[i].dtype for i in wanted))
     packed = np.concatenate([outputs[i].array.astype(dtype).reshape(-1) for i in wanted])

@@ -1,15 +1,14 @@
 """torch's ``backward`` and ``grad``, with all their arguments, over the core's backward pass.
 
 The chain rule itself is ``core/engine.py``: order the nodes, run each one's backward, add up the gradients.
-torch's calls add, around it:
+torch's loop (``backprop.py``) is that loop with its additions at each node (``create_graph``, freeing); torch's
+calls add, around it:
 
 * several outputs at once, each with its own gradient (``grad_tensors``, ``grad_outputs``);
-* gradients of chosen tensors only (``grad(outputs, inputs)``, ``backward(inputs=...)``: ``wanted.py``);
+* gradients of chosen tensors only (``grad(outputs, inputs)``, ``backward(inputs=...)``: ``backprop.gradients``);
 * ``retain_graph``: unless it is set, each node frees what forward saved once its backward ran;
 * ``create_graph``: each backward runs as recorded ops (``higher_order.py``), so that the gradients are
   tensors with a graph of their own, to differentiate again.
-
-Both hand the core's pass the step that does this (``torch_step``).
 """
 
 from __future__ import annotations
@@ -19,32 +18,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import higher_order, hooks
-from .core import registry
-from .core.engine import Step, accumulate, backpropagate, call_backward, start_gradient, topological_order
-from .core.function import Node
-from .wanted import gradients
+from . import higher_order
+from .backprop import backpropagate, gradients
+from .core.engine import accumulate, start_gradient, topological_order
+from .core.function import Node, TensorBase
 
 if TYPE_CHECKING:
     from .tensor import Tensor
-
-
-def torch_step(retain_graph: bool | None, create_graph: bool) -> Step:
-    """One node's backward as torch runs it: recorded as ops with ``create_graph``, and the node freed after it
-    unless the graph is kept (``retain_graph``, which defaults to ``create_graph``)."""
-    if create_graph:
-        run: Step = higher_order.recorded_step
-    else:
-        run = call_backward
-    if keeps_graph(retain_graph, create_graph):
-        return run
-
-    def step_and_free(node: Any, grad_output: Any) -> tuple[Any, ...]:
-        grad_inputs = run(node, grad_output)
-        node.release()
-        return grad_inputs
-
-    return step_and_free
 
 
 def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
@@ -65,21 +45,21 @@ def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
         return g
     # a backward recorded as ops starts from a Tensor: the gradient itself, if it requires grad (the gradients
     # are then functions of it too, as in torch)
-    if isinstance(gradient, registry.TensorBase) and gradient.requires_grad:
+    if isinstance(gradient, TensorBase) and gradient.requires_grad:
         return gradient.to(root.dtype)
-    return registry.Tensor._make(g)
+    return type(root)._make(g)
 
 
 def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[Node, Any]:
     """torch's ``outputs`` and their ``grad_outputs``, each a tensor or a sequence: each output's node and its
     gradient (None for a one-element output: ones), summed where two outputs share a node."""
-    if isinstance(outputs, registry.TensorBase):
+    if isinstance(outputs, TensorBase):
         outputs, gradients = (outputs,), (gradients,)
     elif not isinstance(outputs, (tuple, list)):
         raise TypeError(f"{op}: outputs must be a Tensor or a sequence of Tensors, got {type(outputs).__name__}")
     elif gradients is None:
         gradients = (None,) * len(outputs)
-    elif isinstance(gradients, (registry.TensorBase, np.ndarray)):  # (one: the first output's, as torch reads it)
+    elif isinstance(gradients, (TensorBase, np.ndarray)):  # (one: the first output's, as torch reads it)
         gradients = (gradients,)
     elif not isinstance(gradients, (tuple, list)):
         raise TypeError(f"{op}: the outputs' gradients must be a Tensor, None or a sequence, got "
@@ -88,7 +68,7 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
         raise RuntimeError(f"{op}: got {len(outputs)} tensors and {len(gradients)} gradients")
     roots: dict[Node, Any] = {}
     for i, (output, gradient) in enumerate(zip(outputs, gradients)):
-        if not isinstance(output, registry.TensorBase):
+        if not isinstance(output, TensorBase):
             raise TypeError(f"{op}: outputs must be Tensors, got {type(output).__name__} at position {i}")
         if not output.requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
@@ -101,10 +81,10 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
 def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[int]]]:
     """torch's ``inputs`` (a tensor or a sequence) as a tuple, and the node each one's gradient flows into -> the
     positions of the inputs it serves."""
-    inputs = (inputs,) if isinstance(inputs, registry.TensorBase) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, TensorBase) else tuple(inputs)
     positions: dict[Node, list[int]] = {}
     for i, t in enumerate(inputs):
-        if not isinstance(t, registry.TensorBase):
+        if not isinstance(t, TensorBase):
             raise TypeError(f"{op}: inputs must be Tensors, got {type(t).__name__} at position {i}")
         if not t.requires_grad:
             raise RuntimeError(f"{op}: input {i} (shape {t.shape}) does not require grad")
@@ -155,12 +135,12 @@ def run_backward(
     With ``create_graph=True`` each ``.grad`` is a Tensor with a graph of its own (it can be differentiated:
     a gradient penalty, a second derivative), and ``retain_graph`` defaults to True, as in torch.
     """
-    step = torch_step(retain_graph, create_graph)
-    roots = hooks.gradient_table(roots)  # (while hooks are registered: a table that runs them, hooks.py)
+    record = higher_order.backward_graph if create_graph else None
+    free = not keeps_graph(retain_graph, create_graph)
     if wanted is None:  # every node that keeps a tensor's .grad: a leaf's, or a retain_grad() tensor's
-        passes = backpropagate(roots, topological_order(roots), step)
+        passes = backpropagate(roots, topological_order(roots), record, free)
     else:
-        passes = gradients(roots, wanted, step)
+        passes = gradients(roots, wanted, record, free)
     for node, grad_output in passes:
         target: Tensor | None
         if wanted is not None:
@@ -207,10 +187,11 @@ def grad(
         raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
     inputs, positions = _by_node("grad", inputs)  # (only_inputs: torch ignores it too)
     result: list[Tensor | None] = [None] * len(inputs)
-    roots = hooks.gradient_table(_roots("grad", outputs, grad_outputs, create_graph))
-    for node, g in gradients(roots, positions, torch_step(retain_graph, create_graph)):
+    roots = _roots("grad", outputs, grad_outputs, create_graph)
+    record = higher_order.backward_graph if create_graph else None
+    for node, g in gradients(roots, positions, record, not keeps_graph(retain_graph, create_graph)):
         for i in positions[node]:
-            result[i] = g if create_graph else registry.Tensor._make(np.array(g))  # its own copy, a Tensor as in torch
+            result[i] = g if create_graph else type(inputs[i])._make(np.array(g))  # its own copy, as in torch
     for i, r in enumerate(result):
         if r is None and not allow_unused:
             raise RuntimeError(
@@ -218,5 +199,5 @@ def grad(
                 "pass allow_unused=True if that is intended (its gradient is then None)"
             )
         if r is None and materialize_grads:
-            result[i] = registry.Tensor._make(np.zeros(inputs[i].shape, inputs[i].dtype))
+            result[i] = type(inputs[i])._make(np.zeros(inputs[i].shape, inputs[i].dtype))
     return tuple(result)

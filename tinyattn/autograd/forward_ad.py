@@ -11,11 +11,10 @@ inputs' tangents into its output's tangent with its ``jvp`` (Jacobian-vector pro
         y = f(x)                                     # each op: its value, then tout = J_op t
         jvp = forward_ad.unpack_dual(y).tangent      # J_f t
 
-**How it attaches.** The core's ``Function.apply`` knows nothing of tangents. While a dual level is open,
-this module puts ``_apply_with_tangents`` in its place: the op's own ``apply``, then, if an input carries a
-tangent, the op's ``jvp`` on the inputs' tangents (zeros for an input that has none). When the level closes
-the core's ``apply`` is back and every tangent made inside is dropped, as torch drops them; outside a level
-forward mode costs nothing. One level at a time, as torch (nested levels are refused).
+**How it attaches.** The last step of the core's ``Function.apply`` is the result class's ``op_result``;
+tinyattn's ``Tensor`` gives it the result's tangent there (``tangents.with_tangent``): the op's ``jvp`` on the
+inputs' tangents (zeros for an input that has none). When the level closes every tangent made inside is
+dropped, as torch drops them. One level at a time, as torch (nested levels are refused).
 
 A tangent is a Tensor without a graph of its own: ``jvp`` runs on arrays. Forward over reverse works (the
 Hessian-vector product: a backward with ``create_graph=True`` inside a level, whose recorded ops carry the
@@ -24,19 +23,13 @@ tangents); reverse over forward (a gradient of a tangent) does not: a tangent ne
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .core import registry
-from .core.function import Function
+from . import tangents
 from .core.ops.shape import Reshape
 from .tensor import Tensor, view_op
-
-_core_apply = Function.__dict__["apply"].__func__  # the core's apply, which a level replaces while open
-_level: int | None = None  # the open dual level (there is at most one), or None
-_carriers: list[weakref.ref] = []  # every tensor (and node) given a tangent in the open level: dropped at its end
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
 
@@ -50,26 +43,12 @@ class UnpackedDualTensor(NamedTuple):
 
 def enter_dual_level() -> int:
     """Open a dual level (torch's): from now until ``exit_dual_level``, ops carry tangents. Returns the level."""
-    global _level
-    if _level is not None:
-        raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    _level = 0
-    Function.apply = classmethod(_apply_with_tangents)  # type: ignore[method-assign, assignment]
-    return _level
+    return tangents.open_level()
 
 
 def exit_dual_level(*, level: int | None = None) -> None:
-    """Close the open dual level: the core's ``apply`` is back, and every tangent made in the level is dropped."""
-    global _level
-    if _level is None or level not in (None, _level):
-        raise RuntimeError(f"exit_dual_level: level {level} is not the open dual level ({_level})")
-    Function.apply = classmethod(_core_apply)  # type: ignore[method-assign, assignment]
-    for ref in _carriers:
-        carrier = ref()
-        if carrier is not None:
-            carrier._fw_tangent = None
-    _carriers.clear()
-    _level = None
+    """Close the open dual level: every tangent made in the level is dropped."""
+    tangents.close_level(level)
 
 
 class dual_level:
@@ -87,7 +66,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
 
     ``tensor`` keeps its history: a dual tensor made from one that requires grad passes its gradient back."""
     _check_level("make_dual", level)
-    if _level is None:
+    if not tangents.is_open():
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
                            "enter_dual_level() first.")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
@@ -101,10 +80,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
                            f"forward gradient is of size {list(tangent.shape)}.")
     dual = view_op(Reshape, tensor, shape=tensor.shape)  # (a view: the same memory and history)
     if tangent.dtype == tensor.dtype:  # the tangent itself, as torch keeps it
-        dual._fw_tangent = tangent
-        _carriers.append(weakref.ref(dual))
+        tangents.carry(dual, tangent)
     else:
-        _carry(dual, np.asarray(tangent.array, dtype=tensor.dtype))
+        tangents.carry(dual, Tensor._make(np.asarray(tangent.array, dtype=tensor.dtype)))
     return dual
 
 
@@ -120,40 +98,5 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 
 
 def _check_level(op: str, level: int | None) -> None:
-    if level is not None and level != _level:
-        raise RuntimeError(f"{op}: level {level} is not the open dual level ({_level})")
-
-
-def _carry(carrier: Any, tangent: np.ndarray) -> None:
-    """Give ``carrier`` (a tensor, or a node: the tangent of the output it saved) ``tangent``, until the level ends."""
-    carrier._fw_tangent = Tensor._make(tangent)
-    _carriers.append(weakref.ref(carrier))
-
-
-def _apply_with_tangents(cls: type[Function], *inputs: Any, **options: Any) -> Any:
-    """``cls.apply`` inside a dual level: the op, then its output's tangent from its inputs' (``cls.jvp``)."""
-    result = _core_apply(cls, *inputs, **options)
-    tangents = [getattr(x, "_fw_tangent", None) for x in inputs]
-    if all(t is None for t in tangents) or result.dtype.kind != "f":  # (an integer or bool result has no tangent)
-        return result
-    primals = tuple(x.array if isinstance(x, registry.TensorBase) else x for x in inputs)
-    filled = tuple(_zero_tangent(p) if t is None else t.array for p, t in zip(primals, tangents))
-    tangent = np.asarray(cls.jvp(filled, primals, result.array, **options))
-    if tangent.shape != result.shape:
-        raise RuntimeError(f"{cls.__name__}.jvp returned a tangent of shape {tangent.shape} for an output of shape "
-                           f"{result.shape}")
-    tangent = tangent.astype(result.dtype, copy=False)
-    _carry(result, tangent)
-    if result._grad_fn is not None:  # a backward that reads this output (create_graph) reads its tangent too
-        _carry(result._grad_fn, tangent)
-    return result
-
-
-def _zero_tangent(primal: Any) -> Any:
-    """The tangent of an input that carries none: zeros of its shape (None for an input that is None)."""
-    if primal is None:
-        return None
-    dtype = getattr(primal, "dtype", None)
-    if dtype is None or dtype.kind != "f":
-        return np.zeros(np.shape(primal))
-    return np.zeros(np.shape(primal), dtype)
+    if level is not None and level != tangents.current_level():
+        raise RuntimeError(f"{op}: level {level} is not the open dual level ({tangents.current_level()})")

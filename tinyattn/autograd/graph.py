@@ -8,12 +8,13 @@ op's formula. torch adds three things, each here:
   A node notes each such input with its version (torch's version counter) and compares before backward.
 * **Freeing.** After a backward pass (unless ``retain_graph``) a node drops what forward saved; a second
   backward through it is refused, as torch refuses it.
-* **A recorded backward.** With ``create_graph=True`` the engine hands ``backward`` a ``record`` function
+* **A recorded backward.** With ``create_graph=True`` the backward pass hands ``backward`` a ``record`` function
   (``higher_order.backward_graph``) that runs the op's backward as recorded ops instead. A fused op (one with
   a ``composed`` twin) keeps its inputs for that: its derivative is taken through the twin, recomputed.
 
-``tensor.py`` registers ``GraphNode`` and ``GraphLeaf`` with the core, so every op recorded once tinyattn is
-imported makes one.
+Both also keep the hooks registered on the tensor whose gradient flows into them (``hooks.py``).
+tinyattn's ``Tensor`` names ``GraphNode`` and ``GraphLeaf`` as its ``node_class`` and ``leaf_class``
+(``tensor.py``), so every op on its tensors records one.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .core import checks, registry
+from .core import checks
 from .core.function import Context, Function, LeafNode, Node
 
 
@@ -32,6 +33,8 @@ class GraphNode(Node):
     released = False  # True once a backward pass freed what forward saved
     inputs: tuple[Any, ...] = ()  # a fused op's inputs, for its composed twin
     saved_versions: Sequence[tuple[Any, int]] = ()  # (input tensor, its version) for each input forward saved
+    tensor_hooks: dict[int, Any] | None = None  # the hooks of the tensor whose gradient this is (hooks.py)
+    hooked_class: Any = None
 
     def __init__(self, fn: type[Function], ctx: Context, inputs: tuple[Any, ...]) -> None:
         super().__init__(fn, ctx, inputs)
@@ -78,6 +81,8 @@ class GraphLeaf(LeafNode):
     """A leaf's node, as torch shows it: no inputs, so no ``next_functions``."""
 
     next_functions: tuple[tuple[Node | None, int], ...] = ()
+    tensor_hooks: dict[int, Any] | None = None  # the leaf's hooks (hooks.py)
+    hooked_class: Any = None
 
 
 class OverwrittenOutput:
@@ -96,7 +101,7 @@ def saved_versions(saved: tuple[Any, ...], inputs: tuple[Any, ...]) -> tuple[tup
     class has no version counter (nothing changes it in place) and is not among them."""
     versions = []
     for x in inputs:
-        if isinstance(x, registry.Tensor):
+        if hasattr(x, "_version"):
             for s in saved:
                 if s is x.array:
                     versions.append((x, x._version))

@@ -1,6 +1,6 @@
 """Gradients that are themselves differentiable: the backward pass recorded as ops (``create_graph=True``).
 
-A gradient is a computation like any other. With ``create_graph=True`` the engine calls
+A gradient is a computation like any other. With ``create_graph=True`` the backward pass (``backprop.py``) calls
 ``node.backward(dout, backward_graph)`` where it would call ``node.backward(dout)``: the same
 backward formulas run, but on Tensors, so every step of them is recorded in a new graph
 that ``backward``/``grad`` can walk again (a second derivative; a third, by repetition).
@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .core import grad_mode, registry
-from .core.function import Context, Function, Node
+from . import backprop
+from .core import grad_mode
+from .core.function import Context, Function, Node, TensorBase
 from .core.grad_mode import enable_grad
 from .core.ops.elementwise import Clone
 from .graph import GraphNode
-from .wanted import gradients
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -69,7 +69,7 @@ def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
     """The op's backward recorded as ops (``node.backward(grad_output, backward_graph)`` calls it, and checks what it
     returns): one Tensor (with a graph) or None per input."""
     fn, ctx = node.fn, node.ctx
-    recorder = grad_mode._recorder  # (the explainer's trace(): it names each recorded op after this backward)
+    recorder = grad_mode.recorder()  # (the explainer's trace(): it names each recorded op after this backward)
     if recorder is not None:
         recorder.begin_backward_of(node)
     try:
@@ -79,7 +79,7 @@ def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
             elif fn.composed is not None:
                 grads = _through_composed(node, grad_output)
             else:
-                grads = fn.backward(_on_tensors(node), grad_output)
+                grads = fn.backward(_on_tensors(node, grad_output), grad_output)
     finally:
         if recorder is not None:
             recorder.end_backward_of(node)
@@ -87,36 +87,29 @@ def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
         grads = (grads,)
     for g in grads:
         # an array was computed outside the recorded ops: its own derivative would be silently lost
-        if not (g is None or isinstance(g, registry.TensorBase)):
+        if not (g is None or isinstance(g, TensorBase)):
             raise RuntimeError(f"{fn.__name__}.backward returned a {type(g).__name__}, not a Tensor, with "
                                "create_graph=True: write it in operations that work on Tensors too, or mark it "
                                "@once_differentiable")
     return grads
 
 
-def _on_tensors(node: GraphNode) -> Any:
+def _on_tensors(node: GraphNode, grad_output: Any) -> Any:
     """A copy of the node's context whose saved arrays are Tensors: each input's array that input, the output the
     output (a Tensor whose grad_fn is this node), anything else a constant."""
     ctx: Any = copy.copy(node.ctx)
     saved = list(ctx.saved_tensors)
     for tensor, _ in node.saved_versions:  # (every place forward saved the input's array: x * x saves it twice)
-        if isinstance(tensor, registry.TensorBase):  # (not an output overwritten since: backward refused it already)
+        if isinstance(tensor, TensorBase):  # (not an output overwritten since: backward refused it already)
             saved = [tensor if s is tensor.array else s for s in saved]
     i = getattr(ctx, "saved_output", node.fn.saved_output)  # (an op whose backward reads its output: exp, tanh...;
     if i is not None:  # a Function of yours on arrays notes it on its context)
-        output = registry.Tensor._make(np.asarray(saved[i]), True)
+        output = type(grad_output)._make(np.asarray(saved[i]), True)  # (the class of the recorded gradients)
         output._grad_fn = node
         output._fw_tangent = getattr(node, "_fw_tangent", None)  # (forward over reverse: the output's tangent)
         saved[i] = output
     ctx.saved_tensors = tuple(saved)
     return ctx
-
-
-def recorded_step(node: Node, grad_output: Any) -> tuple[Any, ...]:
-    """One node's backward, recorded as ops: the step a backward pass with ``create_graph=True`` takes."""
-    grad_inputs = node.backward(grad_output, backward_graph)  # type: ignore[call-arg]
-    grad_mode.note_backward(node, grad_output, grad_inputs)
-    return grad_inputs
 
 
 def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | None, ...]:
@@ -132,10 +125,10 @@ def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | No
         stand_ins = list(inputs)
         wanted: dict[Node, int] = {}  # each stand-in's node -> its input position
         for i, x in enumerate(inputs):
-            if isinstance(x, registry.TensorBase) and x.requires_grad:
+            if isinstance(x, TensorBase) and x.requires_grad:
                 stand_ins[i] = Clone.apply(x)
                 wanted[stand_ins[i].grad_fn] = i
         out = node.fn.composed(*stand_ins, **node.ctx.kwargs)  # type: ignore[union-attr]
-        for stand_in, grad in gradients({out.grad_fn: grad_output}, wanted, recorded_step):
+        for stand_in, grad in backprop.gradients({out.grad_fn: grad_output}, wanted, backward_graph):
             result[wanted[stand_in]] = grad
     return tuple(result)

@@ -9,7 +9,8 @@ arithmetic operators. This class adds, above it:
   in-place change moves the counter on, so that a backward that saved the old value refuses (``graph.py``);
 * ``retain_grad``, ``detach``, ``.data``, the legacy constructor, printing and NumPy interoperation.
 
-It registers itself with the core, so every op's result is one of these.
+Its nodes are ``graph.py``'s (``node_class``, ``leaf_class``), and the last step of every op on its tensors,
+``op_result``, gives the result its forward-mode tangent inside a dual level (``tangents.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import engine, hooks, printing
-from .core import (
-    dtypes,  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
-    registry,
-)
+from . import engine, hooks, printing, tangents
+from .core import dtypes  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
 from .core import tensor as core
 from .core.checks import normalize_dim
 from .core.function import Function, Node
@@ -52,7 +50,7 @@ from .core.ops.matmul import MatMul
 from .core.ops.reduction import Amax, Mean, Sum, TakeAlong, Var
 from .core.ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
 from .core.ops.softmax import LogSoftmax, Softmax
-from .creation import ArrayLike, to_array
+from .arrays import ArrayLike, to_array
 from .devices import check_device
 from .graph import GraphLeaf, GraphNode
 from .tensor_api import MinMax, TensorAPI, _plain_index
@@ -114,7 +112,16 @@ class Tensor(core.Tensor, TensorAPI, TensorMath):
     _grad_fn: GraphNode | None
     _changes = 0  # in-place changes of this tensor's memory (a view's are counted on its base: see _version)
     _base: Tensor | None = None  # the tensor whose memory this one views (its version counter is the base's)
-    _fw_tangent: Tensor | None = None  # forward mode's tangent, inside a dual level (forward_ad.py)
+    _fw_tangent: Tensor | None = None  # forward mode's tangent, inside a dual level (tangents.py)
+    node_class = GraphNode  # the node an op on these tensors records: torch's version check, freeing... (graph.py)
+    leaf_class = GraphLeaf
+
+    @classmethod
+    def op_result(cls, result: Tensor, fn: type[Function], inputs: tuple[Any, ...], options: dict[str, Any]) -> Tensor:
+        """The last step of every op on these tensors: the result's forward-mode tangent, inside a dual level.
+
+        ``Function.apply`` ends here; the tangent comes from the inputs' (``tangents.py``)."""
+        return tangents.with_tangent(result, fn, inputs, options)
 
     def __init__(self, *args: Any, device: Any = None) -> None:
         """torch's legacy constructor: ``Tensor(2, 3)`` (zeros of that shape), ``Tensor(data)`` (in the
@@ -557,6 +564,3 @@ _UFUNC_OPS = {
 # ...and those whose result is piecewise constant (a zero derivative): computed on the arrays, outside the graph
 _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.sign}
 
-
-# From here on, every op's result is one of these tensors, and every node it records one of graph.py's
-registry.register(tensor=Tensor, node=GraphNode, leaf=GraphLeaf)

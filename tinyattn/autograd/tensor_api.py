@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from . import pickling, printing, views
-from .core import grad_mode, registry
+from .core import grad_mode
+from .core.function import TensorBase
 from .core.checks import normalize_dim, normalize_dims
 from .core.dtypes import as_dtype
 from .core.ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
 from .core.ops.matmul import Einsum
 from .core.ops.reduction import Norm, TakeAlong
 from .core.ops.shape import Gather, SetItem, Triangle
-from .creation import _rng, full, ones, tensor, zeros
+from .arrays import _rng, _size, to_array
 from .devices import CPU, check_device, device
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def _plain_index(index: Any) -> Any:
     if isinstance(index, tuple):
         return tuple(i if type(i) is int else _plain_index(i) for i in index) + (
             (Ellipsis,) if int in map(type, index) and set(map(type, index)) == {int} else ())
-    if isinstance(index, registry.TensorBase):
+    if isinstance(index, TensorBase):
         return index.array
     if isinstance(index, list):
         array = np.asarray(index)
@@ -63,19 +64,20 @@ def _dtype_kind(x: Any) -> str:
     return np.asarray(_array(x)).dtype.kind
 
 
-def _from_array(array: np.ndarray) -> Tensor:
-    """A new tensor holding ``array`` (no graph: its values come from a step without a derivative)."""
-    return registry.Tensor._make(np.asarray(array))
+def _from_array(array: np.ndarray, like: Tensor) -> Tensor:
+    """A new tensor of ``like``'s class holding ``array`` (no graph: its values come from a step without a
+    derivative)."""
+    return type(like)._make(np.asarray(array))
 
 
 def _as_tensor(value: Any, like: Tensor) -> Tensor:
     """``value`` (a number, an array) as a tensor of ``like``'s kind, for the reflected operators."""
-    if isinstance(value, registry.TensorBase):
+    if isinstance(value, TensorBase):
         return value
     array = np.asarray(value)
     if array.dtype.kind in "iubf" and like.dtype.kind == "f":
         array = array.astype(like.dtype)
-    return registry.Tensor._make(array)
+    return type(like)._make(array)
 
 
 def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[np.dtype | None, bool]:
@@ -131,9 +133,9 @@ class TensorAPI:
         A composition: ``floor`` is piecewise constant, so the gradient is ``1`` for ``self`` and
         ``-floor(self / divisor)`` for ``divisor``, as torch's."""
         if self.dtype.kind in "iub" and _dtype_kind(divisor) in "iub":
-            return _from_array(np.remainder(self.array, _array(divisor)))
+            return _from_array(np.remainder(self.array, _array(divisor)), self)
         quotient = self / divisor
-        return self - _from_array(np.floor(quotient.array)) * divisor
+        return self - _from_array(np.floor(quotient.array), self) * divisor
 
     def __mod__(self: Tensor, other: Any) -> Tensor:
         return self.remainder(other)
@@ -144,9 +146,9 @@ class TensorAPI:
     def floor_divide(self: Tensor, value: Any) -> Tensor:
         """``floor(self / value)`` (Python's ``//``); not differentiable (torch's backward refuses it)."""
         if self.dtype.kind in "iub" and _dtype_kind(value) in "iub":
-            return _from_array(np.floor_divide(self.array, _array(value)))
+            return _from_array(np.floor_divide(self.array, _array(value)), self)
         with grad_mode.no_grad():
-            return _from_array(np.floor((self / value).array))
+            return _from_array(np.floor((self / value).array), self)
 
     def __floordiv__(self: Tensor, other: Any) -> Tensor:
         return self.floor_divide(other)
@@ -202,8 +204,8 @@ class TensorAPI:
         """The indices of the nonzero entries: ``(count, ndim)`` int64, or one 1-d tensor per dim."""
         found = np.nonzero(self.array if self.ndim else self.array.reshape(1))
         if as_tuple:
-            return tuple(_from_array(i.astype(np.int64)) for i in found)
-        return _from_array(np.stack(found, axis=1)[:, :self.ndim].astype(np.int64))  # (a 0-d tensor: (count, 0))
+            return tuple(_from_array(i.astype(np.int64), self) for i in found)
+        return _from_array(np.stack(found, axis=1)[:, :self.ndim].astype(np.int64), self)  # (a 0-d tensor: (count, 0))
 
     def bincount(self: Tensor, weights: Any = None, minlength: builtins.int = 0) -> Tensor:
         """How often each value ``0..max`` occurs (or the sum of ``weights`` at it); a 1-d tensor."""
@@ -216,7 +218,7 @@ class TensorAPI:
             raise RuntimeError("weights should be 1-d and have the same length as input")
         counts = np.bincount(self.array, weights=w, minlength=minlength)
         kind = w.dtype if w is not None and w.dtype.kind == "f" else np.float64 if w is not None else np.int64
-        return _from_array(counts.astype(kind))
+        return _from_array(counts.astype(kind), self)
 
     # -- copies and pickles (pickling.py): the values and requires_grad, never the graph ---------
 
@@ -597,23 +599,37 @@ class TensorAPI:
     def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: builtins.bool = False) -> Tensor:
         """A copy of ``data`` as a tensor of this dtype."""
-        return tensor(data, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+        check_device("new_tensor", device)
+        return self._new(to_array(data, as_dtype(self.dtype if dtype is None else dtype)), requires_grad)
 
     def new_zeros(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: builtins.bool = False) -> Tensor:
         """Zeros of ``size`` in this dtype."""
-        return zeros(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+        return self._new_filled("new_zeros", size, 0, dtype, device, requires_grad)
 
     def new_ones(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         """Ones of ``size`` in this dtype."""
-        return ones(*size, dtype=self.dtype if dtype is None else dtype, device=device, requires_grad=requires_grad)
+        return self._new_filled("new_ones", size, 1, dtype, device, requires_grad)
 
     def new_full(self: Tensor, size: Sequence[builtins.int], fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         """``fill_value`` everywhere, of ``size``, in this dtype."""
-        return full(size, fill_value, dtype=self.dtype if dtype is None else dtype, device=device,
-                    requires_grad=requires_grad)
+        if isinstance(fill_value, TensorBase):
+            fill_value = fill_value.array.item()
+        return self._new_filled("new_full", (size,), fill_value, dtype, device, requires_grad)
+
+    def _new_filled(self: Tensor, op: str, size: tuple[Any, ...], fill: Any, dtype: Any, device: Any,
+                    requires_grad: builtins.bool) -> Tensor:
+        check_device(op, device)
+        array = np.full(_size(op, size), fill, dtype=as_dtype(self.dtype if dtype is None else dtype))
+        return self._new(array, requires_grad)
+
+    def _new(self: Tensor, array: np.ndarray, requires_grad: builtins.bool) -> Tensor:
+        """A new leaf of this tensor's class holding ``array``."""
+        t = type(self)._make(array)
+        t.requires_grad = requires_grad  # (refused for int and bool dtypes, as torch)
+        return t
 
     # -- ops: one line each (the op's class has the formula) ---------------------------
 

@@ -42,7 +42,7 @@ from .core.ops.elementwise import (
     Where,
 )
 from .core.ops.shape import SetItem, Triangle, gather_index
-from .creation import multinomial
+from .arrays import multinomial_indices
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -398,7 +398,7 @@ class TensorMath:
     def multinomial(self: Tensor, num_samples: int, replacement: builtins.bool = False, *,
                     generator: Any = None) -> Tensor:
         """Indices drawn from each row's categorical distribution, with weights ``self`` (``torch.multinomial``)."""
-        return multinomial(self, num_samples, replacement, generator=generator)
+        return type(self)._make(multinomial_indices(self, num_samples, replacement, generator))
 
     def argwhere(self: Tensor) -> Tensor:
         """The indices of the nonzero elements, one row each: ``nonzero()``."""

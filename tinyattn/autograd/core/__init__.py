@@ -1,9 +1,12 @@
-"""The core of tinyattn's autograd: how gradients flow, and nothing else. Read it in this order.
+"""The core of tinyattn's autograd: how gradients flow, and nothing else.
+
+It runs alone: nothing in it is replaced at run time, whatever else is imported, and a core op on core tensors
+returns a core tensor with a core node. Read it in this order.
 
 1. ``function.py``: ``Function``, ``Context`` and ``Node``. An op is a ``forward`` and a ``backward`` on
    arrays; ``Function.apply`` runs forward and, when a gradient will be asked for, records a ``Node``: the op,
    what forward saved, and one edge per input, to the node that input's gradient flows into. Nodes and
-   edges are the graph.
+   edges are the graph. ``TensorBase`` is what the graph reads of a tensor.
 2. ``tensor.py``: ``Tensor``, an array with ``requires_grad``, ``grad_fn`` (the node that made it) and
    ``grad``; ``backward()``; the arithmetic operators, each one op. A leaf's gradient flows into a
    ``LeafNode``, which keeps it in ``.grad``.
@@ -16,25 +19,24 @@
    ``reduction.py``, ``shape.py``, ``softmax.py`` (``dx = y (dy − Σ dy·y)``), and last
    ``flash_attention.py``: softmax attention as one op that never stores the attention matrix.
 
-Beside them, four rooms the lesson calls by name, each a file of its own:
+Beside them, three rooms the lesson calls by name, each a file of its own:
 
 * ``checks.py``: every rule that guards the lesson (a gradient fits its input; dims are in range; shapes
   broadcast), each written once with its message;
 * ``grad_mode.py``: ``no_grad`` and the explainer's recorder (``note_forward``, ``note_backward``);
-* ``dtypes.py``: torch's type promotion and the default float dtype;
-* ``registry.py``: the classes the core makes (its tensor, its nodes), registered from above.
+* ``dtypes.py``: torch's type promotion and the default float dtype.
 
-What torch adds (versions and views, ``create_graph``, ``retain_graph``, custom Functions on Tensors, the
-arguments of ``backward`` and ``grad``, and all of torch's methods) lives outside this folder, in
-``tinyattn/autograd/``, and attaches itself from there: a ``Tensor`` and a ``Node`` built on these register
-themselves (``registry.register``), and torch's backward hands the pass its own step (``backpropagate``'s
-``step``). Nothing here imports anything but the standard library, NumPy and this folder.
+What torch adds (versions and views, hooks, ``create_graph``, ``retain_graph``, custom Functions on Tensors, the
+arguments of ``backward`` and ``grad``, forward mode, and all of torch's methods) lives outside this folder, in
+``tinyattn/autograd/``, built on it by ordinary means: a ``Tensor`` subclass whose ``node_class`` is a ``Node``
+subclass, its own backward loop over ``topological_order``, and the same op classes. Nothing here imports
+anything but the standard library, NumPy and this folder.
 """
 
-from .engine import backpropagate, backward, topological_order
-from .function import Context, Function, LeafNode, Node
+from .engine import backward, topological_order
+from .function import Context, Function, LeafNode, Node, TensorBase
 from .ops.shared import unbroadcast
 from .tensor import Tensor
 
-__all__ = ["Context", "Function", "LeafNode", "Node", "Tensor", "backpropagate", "backward", "topological_order",
+__all__ = ["Context", "Function", "LeafNode", "Node", "Tensor", "TensorBase", "backward", "topological_order",
            "unbroadcast"]

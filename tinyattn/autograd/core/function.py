@@ -21,8 +21,10 @@ The contract between the graph and the tensors, all of it:
   ``retained``: a weak reference to the tensor whose ``.grad`` receives the node's output gradient (a leaf),
   else None.
 
-This file never imports a tensor class: ``tensor.py`` registers the one ``apply`` makes (``registry.py``),
-and so can a class built on it.
+and ``TensorBase``, at the end of this file, is what the graph reads of a tensor: ``tensor.py``'s ``Tensor`` is
+built on it. ``apply`` returns a tensor of its inputs' class, with a node of the class that tensor class names
+(``node_class``): core tensors in, a core tensor with a core ``Node`` out; a class built on ``Tensor`` (tinyattn's
+torch-like one) gets tensors and nodes of its own kinds, by the same lines.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from . import checks, grad_mode, registry
+from . import checks, grad_mode
 
 
 class Context:
@@ -114,29 +116,37 @@ class Function:
     @classmethod
     def apply(cls, *inputs: Any, **options: Any) -> Any:
         """Run ``forward`` on the arrays inside ``inputs``; return the result as a tensor, with its node."""
-        # 1. the arrays forward computes on, and which inputs want a gradient (a number or an array: none)
+        # 1. the arrays forward computes on, which inputs want a gradient (a number or an array: none), and the
+        #    class of the result: its tensor inputs' (the most derived one, if they differ)
         arrays = []
         needs = []
+        made = None
         for x in inputs:
-            if isinstance(x, registry.TensorBase):
+            if isinstance(x, TensorBase):
                 arrays.append(x.array)
                 needs.append(x._requires_grad)
+                if made is None or isinstance(x, made):
+                    made = type(x)
             else:
                 arrays.append(x)
                 needs.append(False)
+        if made is None:
+            raise TypeError(f"{cls.__name__}.apply: expected a tensor among the inputs, got "
+                            f"({', '.join(type(x).__name__ for x in inputs)})")
         # 2. forward, with a fresh context to save into
         ctx = Context()
         ctx.needs_input_grad = tuple(needs)
         ctx.kwargs = options
         out = cls.forward(ctx, *arrays, **options)
         # 3. the result, a tensor around forward's array (a NumPy scalar becomes a 0-d array)
-        result = registry.Tensor._make(np.asarray(out))
+        result = made._make(np.asarray(out))
         # 4. the node backward will call, if grad mode is on and some input wants a gradient
         if grad_mode.is_grad_enabled() and True in needs:
             result._requires_grad = True
-            result._grad_fn = registry.Node(cls, ctx, inputs)
+            result._grad_fn = made.node_class(cls, ctx, inputs)
             grad_mode.note_forward(result._grad_fn, inputs, result)
-        return result
+        # 5. what the result's class adds to each op's result: nothing here (torch's layer: a forward-mode tangent)
+        return made.op_result(result, cls, inputs, options)
 
 
 class Node:
@@ -199,4 +209,51 @@ class LeafNode(Node):
         self.retained = weakref.ref(leaf)
 
 
-registry.register(node=Node, leaf=LeafNode)
+class TensorBase:
+    """What the graph reads of a tensor, all of it.
+
+    ``tensor.py``'s ``Tensor`` is built on this class and adds the rest (``backward``, the array's facts, the
+    operators).
+
+    Attributes:
+        array: the value, an ``np.ndarray``.
+        _requires_grad: whether ops on this tensor are recorded.
+        _grad_fn: the node of the op that made this tensor (None for a leaf).
+        _grad: ``dL/dself`` once a backward pass reached this tensor's ``.grad``, else None.
+        node_class, leaf_class: the nodes ops on tensors of this class record, and a leaf of this class flows
+            into. A class built on ``Tensor`` may name its own, built on these.
+    """
+
+    array: np.ndarray
+    _requires_grad = False
+    _grad_fn: Node | None = None
+    _grad: Any = None
+    _leaf_node: LeafNode | None = None
+    node_class: type[Node] = Node
+    leaf_class: type[LeafNode] = LeafNode
+
+    @classmethod
+    def _make(cls, array: np.ndarray, requires_grad: bool = False) -> Any:
+        """Wrap an ndarray as it is, without a copy or a check (an op's result, a gradient...)."""
+        t = cls.__new__(cls)
+        t.array = array
+        t._requires_grad = requires_grad
+        return t
+
+    def gradient_edge(self) -> Node | None:
+        """The node this tensor's gradient flows into: its ``grad_fn``, a leaf's ``LeafNode``, or None."""
+        if self._grad_fn is not None:
+            return self._grad_fn
+        if not self._requires_grad:
+            return None
+        if self._leaf_node is None:  # (made once: every graph the leaf is in sends its gradient to this node)
+            self._leaf_node = self.leaf_class(self)
+        return self._leaf_node
+
+    @classmethod
+    def op_result(cls, result: Any, fn: type[Function], inputs: tuple[Any, ...], options: dict[str, Any]) -> Any:
+        """The last step of ``Function.apply``: ``result``, the tensor ``fn`` made from ``inputs``, as it is.
+
+        A class built on ``Tensor`` may add to it (tinyattn's torch-like ``Tensor``: the result's forward-mode
+        tangent)."""
+        return result

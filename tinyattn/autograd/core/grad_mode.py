@@ -101,6 +101,11 @@ class Recorder(Protocol):
 _recorder: Recorder | None = None
 
 
+def recorder() -> Recorder | None:
+    """The recorder switched on, or None."""
+    return _recorder
+
+
 def set_recorder(recorder: Recorder | None) -> Recorder | None:
     """Switch ``recorder`` on (None: off); return the one it replaces."""
     global _recorder

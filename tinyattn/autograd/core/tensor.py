@@ -20,17 +20,22 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import checks, engine, registry
-from .function import LeafNode, Node
+from . import checks, engine
+from .function import Node, TensorBase
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, Sub
 from .ops.matmul import MatMul
+from .ops.reduction import Mean, Sum
+from .ops.shape import Reshape, Transpose
+from .ops.softmax import LogSoftmax, Softmax
 
 # The class of ``self``: an operator of a class built on Tensor returns that class (apply makes it: function.py)
 T = TypeVar("T", bound="Tensor")
 
 
-class Tensor:
+class Tensor(TensorBase):
     """An n-dimensional array that can record the ops applied to it.
+
+    Built on ``TensorBase`` (function.py): what the graph reads of a tensor.
 
     Attributes:
         array: the value, an ``np.ndarray`` (what the ops compute on).
@@ -39,25 +44,11 @@ class Tensor:
         name: an optional human label (``"Q"``, ``"scores"``) used by the explainer.
     """
 
-    array: np.ndarray
-    # every tensor starts with these: no gradient yet, not recorded, made by no op
-    _grad: Tensor | None = None
-    _requires_grad = False
-    _grad_fn: Node | None = None
-    _leaf_node: LeafNode | None = None
     name: str | None = None
 
     def __init__(self, array: Any, requires_grad: bool = False) -> None:
         self.array = np.asarray(array)
         self.requires_grad = requires_grad
-
-    @classmethod
-    def _make(cls: type[T], array: np.ndarray, requires_grad: bool = False) -> T:
-        """Wrap an ndarray as it is, without a copy or a check (an op's result, a gradient...)."""
-        t = cls.__new__(cls)
-        t.array = array
-        t._requires_grad = requires_grad
-        return t
 
     # -- the graph -----------------------------------------------------------
 
@@ -93,16 +84,6 @@ class Tensor:
     def grad(self: T, value: T | None) -> None:
         checks.assigned_grad(self, value, Tensor)
         self._grad = value
-
-    def gradient_edge(self) -> Node | None:
-        """The node this tensor's gradient flows into: its ``grad_fn``, a leaf's ``LeafNode``, or None."""
-        if self._grad_fn is not None:
-            return self._grad_fn
-        if not self._requires_grad:
-            return None
-        if self._leaf_node is None:  # (made once: every graph the leaf is in sends its gradient to this node)
-            self._leaf_node = registry.LeafNode(self)
-        return self._leaf_node
 
     def backward(self, gradient: Any = None) -> None:
         """Add ``d self / d leaf`` (times ``gradient``: 1 by default, for one element) to every leaf's ``.grad``."""
@@ -163,5 +144,30 @@ class Tensor:
     def __matmul__(self: T, other: Any) -> T:
         return MatMul.apply(self, other)
 
+    # -- what multi-head attention needs besides: each method applies one op (ops/) --------------------------
 
-registry.register(tensor=Tensor)
+    def reshape(self: T, *shape: Any) -> T:
+        """The same elements in a new shape (one entry may be -1): ``x.reshape(B, L, h, d)``."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return Reshape.apply(self, shape=shape)
+
+    def transpose(self: T, dim0: int, dim1: int) -> T:
+        """Swap two dims: ``k.transpose(-2, -1)`` is ``Kᵀ`` for each head."""
+        return Transpose.apply(self, dim0=dim0, dim1=dim1)
+
+    def softmax(self: T, dim: int) -> T:
+        """``exp(x) / sum(exp(x), dim)``, computed stably."""
+        return Softmax.apply(self, dim=dim)
+
+    def log_softmax(self: T, dim: int) -> T:
+        """``x - logsumexp(x, dim)``, computed stably."""
+        return LogSoftmax.apply(self, dim=dim)
+
+    def sum(self: T, dim: Any = None, keepdim: bool = False) -> T:
+        """Sum over ``dim`` (an int, a tuple, or None for all)."""
+        return Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self: T, dim: Any = None, keepdim: bool = False) -> T:
+        """Mean over ``dim`` (an int, a tuple, or None for all)."""
+        return Mean.apply(self, dim=dim, keepdim=keepdim)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import registry
+from ..function import TensorBase
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
@@ -39,13 +39,13 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...], dtype: Any = None) -> 
 def on_tensors(*xs: Any) -> bool:
     """True when a backward computes on tensors rather than arrays (a gradient being differentiated in turn)."""
     for x in xs:
-        if isinstance(x, registry.TensorBase):
+        if isinstance(x, TensorBase):
             return True
     return False
 
 
 def cast(x: Any, dtype: Any) -> Any:
     """``x`` in ``dtype``: ``astype`` for an array, ``to`` for a tensor."""
-    if isinstance(x, registry.TensorBase):
+    if isinstance(x, TensorBase):
         return x.to(dtype)
     return x.astype(dtype, copy=False)
