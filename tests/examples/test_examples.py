@@ -69,7 +69,7 @@ def test_gradient_demo_agrees_with_finite_differences(tmp_path):
     assert len(diffs) == 2 and max(diffs) < 1e-6
 
 
-EXAMPLES = ["train_toy.py", "chapter_8_4.py", "gradient_demo.py", "train_adder.py"]
+EXAMPLES = ["train_toy.py", "chapter_8_4.py", "gradient_demo.py", "train_adder.py", "train_core.py"]
 
 
 @pytest.mark.parametrize("script", EXAMPLES)
@@ -95,6 +95,8 @@ def test_help_lists_every_option_with_its_default_and_runs_nothing(script, tmp_p
         ("train_adder.py", ["--ndigit", "5"], "--ndigit: must be 1 to 4, got 5"),
         ("train_adder.py", ["--steps", "0"], "--steps: must be at least 1, got 0"),
         ("train_adder.py", ["--lr", "-1"], "--lr: must be positive"),
+        ("train_core.py", ["--steps", "0"], "--steps: must be at least 1, got 0"),
+        ("train_core.py", ["--length", "1"], "--length: must be at least 2, got 1"),
     ],
 )
 def test_bad_options_stop_at_once_with_the_reason(script, args, message, tmp_path):
@@ -212,3 +214,38 @@ def test_train_adder_interrupted_then_resumed_ends_as_an_unbroken_run(tmp_path):
     later = [line for line in progress(unbroken) if int(line.split()[1].split("/")[0]) > step]
     assert progress(resumed) == later  # the same losses and matches from there on
     assert resumed[-1].split(" time=")[0] == unbroken[-1].split(" time=")[0]
+
+
+def test_train_core_learns_to_reverse_with_the_core_alone(tmp_path):
+    out = run("train_core.py", "--quiet", cwd=tmp_path)
+    match = re.fullmatch(r"final loss (?P<loss>[0-9.]+), held-out accuracy (?P<acc>[0-9.]+)", out.strip())
+    assert match, out
+    assert float(match["acc"]) >= 0.99 and float(match["loss"]) < 0.05
+    assert float(run("train_core.py", "--quiet", "--steps", "5", cwd=tmp_path).split("accuracy ")[1]) < 0.5
+
+
+def test_train_core_makes_only_the_cores_tensors_and_nodes():
+    import importlib.util
+
+    from tinyattn.autograd import core
+    from tinyattn.autograd.core import grad_mode
+    from tinyattn.autograd.core.function import Node, TensorBase
+
+    spec = importlib.util.spec_from_file_location("train_core", os.path.join(ROOT, "examples", "train_core.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kinds = set()
+
+    class Seen:
+        def forward(self, node, args, output):
+            kinds.update({type(node), type(output)} | {type(a) for a in args if isinstance(a, TensorBase)})
+
+        def backward(self, node, grad_output, grad_inputs):
+            kinds.add(type(node))
+
+    previous = grad_mode.set_recorder(Seen())
+    try:
+        module.train(steps=3, seed=1, length=4, quiet=True)
+    finally:
+        grad_mode.set_recorder(previous)
+    assert kinds == {core.Tensor, Node}
