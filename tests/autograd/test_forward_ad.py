@@ -8,6 +8,7 @@ import pytest
 import tinyattn as ta
 import tinyattn.autograd.forward_ad as fwAD
 from tinyattn.autograd.core.function import Function
+from tinyattn.autograd.core.ops.elementwise import Elementwise
 
 from .test_higher_order import CASE_OF_OP, CASES, _attention_ops
 
@@ -44,10 +45,13 @@ def test_check_forward_ad_fails_for_a_planted_wrong_jvp_of_each_op(op, monkeypat
                                      raise_exception=False, **_tolerance(name))  # (...forward mode is not)
 
 
-def test_every_op_states_its_jvp_or_is_linear():
-    """An op without a jvp of its own is linear (its jvp is the op itself): a new nonlinear op must state one."""
+def test_every_op_states_its_jvp_or_is_linear_or_elementwise():
+    """An op without a jvp of its own is linear (its jvp is the op itself) or elementwise (its jvp is ``tx ⊙ f'``,
+    from the derivative it states): a new op of any other kind must state one."""
     for op in CASE_OF_OP:
-        assert op.linear or "jvp" in vars(op), op.__name__
+        elementwise = issubclass(op, Elementwise) and "derivative" in vars(op)
+        assert op.linear or "jvp" in vars(op) or elementwise, op.__name__
+        assert not (elementwise and ("jvp" in vars(op) or "backward" in vars(op))), op.__name__  # (stated once)
 
 
 def test_forward_mode_gives_a_column_of_the_jacobian_and_backward_a_row():

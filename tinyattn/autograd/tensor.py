@@ -45,6 +45,7 @@ from .core.ops.elementwise import (
     Sub,
     Tanh,
     Where,
+    named_ops,
 )
 from .core.ops.matmul import MatMul
 from .core.ops.reduction import Amax, Mean, Sum, TakeAlong, Var
@@ -564,3 +565,21 @@ _UFUNC_OPS = {
 # ...and those whose result is piecewise constant (a zero derivative): computed on the arrays, outside the graph
 _COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.sign}
 
+
+def elementwise_method(op: Any) -> Any:
+    """``x.exp()``: the method of an elementwise op that names itself (``core/ops/elementwise.py``)."""
+
+    def method(self: Tensor) -> Tensor:
+        return op.apply(self)
+
+    method.__name__ = op.name
+    method.__qualname__ = f"Tensor.{op.name}"
+    method.__doc__ = op.__doc__.split(";")[0].strip() + " (" + op.__name__ + ", core/ops/elementwise.py)."
+    return method
+
+
+# Every elementwise op that names itself is a method: those written out above (with their own docstring), and
+# the rest made from the op (adding one to core/ops/elementwise.py is all it takes)
+for _op in named_ops():
+    if not hasattr(Tensor, _op.name):
+        setattr(Tensor, _op.name, elementwise_method(_op))

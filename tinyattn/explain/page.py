@@ -31,7 +31,9 @@ def _heat(array: np.ndarray) -> list[list[float]]:
 
 
 def _code(source: str) -> dict[str, Any]:
-    """The backward's own source lines, numbered, from ``path:line (Op.backward)``."""
+    """The backward's own source lines, numbered, from ``path:line (Op.backward)`` (none from a bare name)."""
+    if ":" not in source:
+        return {"path": "", "start": 0, "lines": []}
     path, rest = source.split(":", 1)
     start = int(rest.split(" ")[0])
     try:

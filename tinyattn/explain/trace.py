@@ -176,16 +176,20 @@ _source_cache: dict[type, str] = {}
 
 
 def backward_source(fn: type[Function]) -> str:
-    """``path:line`` of ``fn.backward``, relative to the project root (found in the class's own source)."""
+    """``path:line`` of the code that states ``fn``'s derivative, relative to the project root: its ``backward``
+    (found in the class's own source, or the base class's that it takes it from), or, for an elementwise op, its
+    ``derivative``."""
     if fn not in _source_cache:
+        method = "derivative" if "derivative" in vars(fn) else "backward"
+        owner = next((klass for klass in fn.__mro__ if method in vars(klass)), fn)
         try:
-            path = inspect.getsourcefile(fn) or "?"
-            source, line = inspect.getsourcelines(fn)
-            line += next(i for i, text in enumerate(source) if text.lstrip().startswith("def backward("))
+            path = inspect.getsourcefile(owner) or "?"
+            source, line = inspect.getsourcelines(owner)
+            line += next(i for i, text in enumerate(source) if text.lstrip().startswith(f"def {method}("))
             rel = os.path.relpath(path, _PACKAGE_ROOT) if path.startswith(_PACKAGE_ROOT) else path
-            _source_cache[fn] = f"{rel}:{line} ({fn.__name__}.backward)"
+            _source_cache[fn] = f"{rel}:{line} ({fn.__name__}.{method})"
         except (OSError, TypeError, StopIteration):
-            _source_cache[fn] = f"{fn.__name__}.backward"
+            _source_cache[fn] = f"{fn.__name__}.{method}"
     return _source_cache[fn]
 
 

@@ -1,7 +1,8 @@
 """Every op of tinyattn, each a ``Function`` on arrays with its forward and backward side by side.
 
-- ``elementwise.py``: ``Add Sub Mul Div Pow Neg Exp Log Sqrt Tanh ReLUFn Sigmoid Abs Cast MaskedFill Where GELUFn``
-- ``elementwise.py``: ``Erf Sin Cos Clamp Clone Copy Log1p Expm1``
+- ``elementwise.py``: ``Add Sub Mul Div Pow Neg Cast MaskedFill Where Clone Copy``, and every one-input op
+  built on ``Elementwise`` (``Exp``, ``Log``, ``Tanh``, ``GELUFn``...), each ``f`` and its derivative ``f'``,
+  stated once
 - ``matmul.py``: ``MatMul LinearFn Einsum``
 - ``reduction.py``: ``Sum Mean Amax TakeAlong Var Norm``
 - ``shape.py``: ``Reshape Transpose Permute Unsqueeze Squeeze Expand GetItem Cat Stack Triangle Gather SetItem``

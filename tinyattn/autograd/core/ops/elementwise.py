@@ -1,5 +1,8 @@
 """Elementwise ops. Binary ops broadcast like NumPy; backward undoes it with ``unbroadcast``.
 
+A one-input op (``exp``, ``tanh``, ``gelu``...) is built on ``Elementwise``: it writes ``f`` and its derivative
+``f'`` once, and its backward (``dx = dout ⊙ f'``) and forward-mode tangent (``tout = tx ⊙ f'``) follow from them.
+
 For ``out = f(a, b)`` with upstream gradient ``dout = dL/dout`` (``grad_output`` in the code) each backward returns
 ``dL/da = unbroadcast(dout * df/da)`` and ``dL/db = unbroadcast(dout * df/db)``.
 
@@ -202,221 +205,216 @@ class Neg(Function):
         return (-grad_output,)
 
 
-class Exp(Function):
-    """``out = exp(x)``;  ``dx = dout * out``;  jvp ``tout = tx * out``."""
+class Elementwise(Function):
+    """An op of one input applied to each element, ``out = f(x)``, with its derivative ``f'`` stated once.
 
+    A subclass writes two functions: ``function(x)``, and ``derivative(v)``, the slope ``f'`` written in the
+    input ``x`` or, when the class says ``saved_output = 0``, in the output ``out`` (the slope of ``exp`` is its
+    own output). The chain rule gives the rest, here, for every such op:
+
+    * forward: ``out = f(x)``, saving what ``derivative`` reads;
+    * backward: ``dx = dout ⊙ f'``;
+    * forward mode: ``tout = tx ⊙ f'`` (the Jacobian is diagonal, so it is the same product);
+    * a second derivative: the backward, run on tensors (``autograd/higher_order.py``): ``derivative`` is
+      written in operations that arrays and tensors share.
+
+    Options (``approximate=``, ``min=``) reach both functions as keywords. An op that names itself
+    (``name = "exp"``) is also a method of tinyattn's tensors and a function of tinyattn, made from the op
+    (``named_ops``): adding one is this file and its test.
+    """
+
+    floating = True  # an integer or bool input computes in the default float (float32), as in torch
+    name: str | None = None  # torch's name of the op, if it is a plain method (x.exp()) and function (ta.exp(x))
+
+    @staticmethod
+    def function(x: Any, **options: Any) -> Any:
+        """``f(x)``, on an array."""
+        raise NotImplementedError
+
+    @staticmethod
+    def derivative(v: Any, **options: Any) -> Any:
+        """``f'``: the slope at each element, from ``x`` (or from ``out``, if ``saved_output = 0``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx: Context, x: np.ndarray, **options: Any) -> np.ndarray:
+        if cls.floating:
+            x = _floating(x)
+        out = cls.function(x, **options)
+        if cls.saved_output == 0:
+            ctx.save_for_backward(out)
+        else:
+            ctx.save_for_backward(x)
+        return out
+
+    @classmethod
+    def backward(cls, ctx: Context, grad_output: np.ndarray) -> tuple[Any]:
+        (v,) = ctx.saved_tensors  # x, or out
+        return (grad_output * cls.derivative(v, **ctx.kwargs),)  # dx = dout ⊙ f'
+
+    @classmethod
+    def jvp(cls, tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, **options: Any) -> Any:
+        (tx,), (x,) = tangents, inputs
+        if cls.saved_output == 0:
+            v = out
+        elif cls.floating:
+            v = _floating(x)
+        else:
+            v = x
+        return tx * cls.derivative(v, **options)  # tout = tx ⊙ f'
+
+
+class Exp(Elementwise):
+    """``out = exp(x)``;  ``f' = exp(x) = out``, so ``dx = dout ⊙ out``."""
+
+    name = "exp"  # torch's name: x.exp(), tinyattn.exp(x)
     formula = "{out} = exp({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out}",)
     saved_output = 0  # (saved: out)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        out = np.exp(x)
-        ctx.save_for_backward(out)
+    def function(x: Any) -> Any:
+        return np.exp(x)
+
+    @staticmethod
+    def derivative(out: Any) -> Any:
         return out
 
-    @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (out,) = ctx.saved_tensors
-        return (grad_output * out,)
 
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,) = tangents
-        return tx * out
+class Log(Elementwise):
+    """``out = log(x)``;  ``f' = 1 / x``."""
 
-
-class Log(Function):
-    """``out = log(x)``;  ``dx = dout / x``;  jvp ``tout = tx / x``."""
-
+    name = "log"  # torch's name: x.log(), tinyattn.log(x)
     formula = "{out} = log({0})"
     grad_formulas = ("d{0} = d{out} / {0}",)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return np.log(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (grad_output / x,)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx / x
+    def derivative(x: Any) -> Any:
+        return 1 / x
 
 
-class Log1p(Function):
-    """``out = log(1 + x)``, exact for tiny ``x``;  ``dx = dout / (1 + x)``;  jvp ``tout = tx / (1 + x)``."""
+class Log1p(Elementwise):
+    """``out = log(1 + x)``, exact for tiny ``x``;  ``f' = 1 / (1 + x)``."""
 
+    name = "log1p"  # torch's name: x.log1p(), tinyattn.log1p(x)
     formula = "{out} = log(1 + {0})"
     grad_formulas = ("d{0} = d{out} / (1 + {0})",)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return np.log1p(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (grad_output / (1 + x),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx / (1 + x)
+    def derivative(x: Any) -> Any:
+        return 1 / (1 + x)
 
 
-class Expm1(Function):
-    """``out = exp(x) - 1``, exact for tiny ``x``;  ``dx = dout * (out + 1)``;  jvp ``tout = tx * (out + 1)``."""
+class Expm1(Elementwise):
+    """``out = exp(x) - 1``, exact for tiny ``x``;  ``f' = exp(x) = out + 1``."""
 
+    name = "expm1"  # torch's name: x.expm1(), tinyattn.expm1(x)
     formula = "{out} = exp({0}) − 1"
     grad_formulas = ("d{0} = d{out} ⊙ ({out} + 1)",)
     saved_output = 0  # (saved: out)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        out = np.expm1(x)
-        ctx.save_for_backward(out)
-        return out
+    def function(x: Any) -> Any:
+        return np.expm1(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (out,) = ctx.saved_tensors
-        return (grad_output * (out + 1),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,) = tangents
-        return tx * (out + 1)
+    def derivative(out: Any) -> Any:
+        return out + 1
 
 
-class Sqrt(Function):
-    """``out = sqrt(x)``;  ``dx = dout / (2 * out)``;  jvp ``tout = tx / (2 * out)``."""
+class Sqrt(Elementwise):
+    """``out = sqrt(x)``;  ``f' = 1 / (2 sqrt(x)) = 1 / (2 out)``."""
 
+    name = "sqrt"  # torch's name: x.sqrt(), tinyattn.sqrt(x)
     formula = "{out} = sqrt({0})"
     grad_formulas = ("d{0} = d{out} / (2 {out})",)
     saved_output = 0  # (saved: out)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        out = np.sqrt(x)
-        ctx.save_for_backward(out)
-        return out
+    def function(x: Any) -> Any:
+        return np.sqrt(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (out,) = ctx.saved_tensors
-        return (grad_output / (2 * out),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,) = tangents
-        return tx / (2 * out)
+    def derivative(out: Any) -> Any:
+        return 1 / (2 * out)
 
 
-class Tanh(Function):
-    """``out = tanh(x)``;  ``dx = dout * (1 - out**2)``;  jvp ``tout = tx * (1 - out * out)``."""
+class Tanh(Elementwise):
+    """``out = tanh(x)``;  ``f' = 1 - tanh(x)² = 1 - out²``."""
 
+    name = "tanh"  # torch's name: x.tanh(), tinyattn.tanh(x)
     formula = "{out} = tanh({0})"
     grad_formulas = ("d{0} = d{out} ⊙ (1 − {out}²)",)
     saved_output = 0  # (saved: out)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        out = np.tanh(x)
-        ctx.save_for_backward(out)
-        return out
+    def function(x: Any) -> Any:
+        return np.tanh(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (out,) = ctx.saved_tensors
-        return (grad_output * (1 - out * out),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,) = tangents
-        return tx * (1 - out * out)
+    def derivative(out: Any) -> Any:
+        return 1 - out * out
 
 
-class ReLUFn(Function):
-    """``out = max(x, 0)``;  ``dx = dout * (x > 0)``;  jvp ``tout = tx * (x > 0)``."""
+class ReLUFn(Elementwise):
+    """``out = max(x, 0)``;  ``f' = [x > 0] = [out > 0]`` (0 at x = 0, as torch)."""
 
+    name = "relu"  # torch's name: x.relu(), tinyattn.relu(x)
     formula = "{out} = max({0}, 0)"
     grad_formulas = ("d{0} = d{out} ⊙ [{0} > 0]",)
+    saved_output = 0  # (saved: out)
+    floating = False  # (an integer input stays an integer)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        ctx.save_for_backward(x > 0)
+    def function(x: Any) -> Any:
         return np.maximum(x, 0)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (positive,) = ctx.saved_tensors
-        return (grad_output * positive,)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx * (x > 0)
+    def derivative(out: Any) -> Any:
+        return out > 0
 
 
-class Sigmoid(Function):
-    """``out = 1 / (1 + exp(-x))``;  ``dx = dout * out * (1 - out)``;  jvp ``tout = tx * out * (1 - out)``."""
+class Sigmoid(Elementwise):
+    """``out = 1 / (1 + exp(-x))``;  ``f' = σ(x) (1 - σ(x)) = out (1 - out)``."""
 
+    name = "sigmoid"  # torch's name: x.sigmoid(), tinyattn.sigmoid(x)
     formula = "{out} = σ({0})"
     grad_formulas = ("d{0} = d{out} ⊙ {out} ⊙ (1 − {out})",)
     saved_output = 0  # (saved: out)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        # exp of a non-positive number only, so neither branch overflows
-        e = np.exp(-np.abs(x))
-        out = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
-        ctx.save_for_backward(out)
-        return out
+    def function(x: Any) -> Any:
+        e = np.exp(-np.abs(x))  # exp of a non-positive number only, so neither branch overflows
+        return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (out,) = ctx.saved_tensors
-        return (grad_output * out * (1 - out),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,) = tangents
-        return tx * out * (1 - out)
+    def derivative(out: Any) -> Any:
+        return out * (1 - out)
 
 
-class Abs(Function):
-    """``out = |x|``;  ``dx = dout * sign(x)`` (0 at x = 0, as torch);  jvp ``tout = tx * sign(x)``."""
+class Abs(Elementwise):
+    """``out = |x|``;  ``f' = sign(x)`` (0 at x = 0, as torch)."""
 
+    name = "abs"  # torch's name: x.abs(), tinyattn.abs(x)
     formula = "{out} = |{0}|"
     grad_formulas = ("d{0} = d{out} ⊙ sign({0})",)
+    floating = False  # (an integer input stays an integer)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return np.abs(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (grad_output * np.sign(x),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx * np.sign(x)
+    def derivative(x: Any) -> Any:
+        return np.sign(x)
 
 
 class Cast(Function):
@@ -502,60 +500,43 @@ class Where(Function):
 _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact to double precision
 
 
-class Erf(Function):
-    """``out = erf(x) = 2/√π ∫₀ˣ exp(-t²) dt``;  ``dx = dout * 2/√π * exp(-x²)``;
-    jvp ``tout = tx * 2/√π * exp(-x²)``."""
+class Erf(Elementwise):
+    """``out = erf(x) = 2/√π ∫₀ˣ exp(-t²) dt``;  ``f' = 2/√π exp(-x²)``."""
 
+    name = "erf"  # torch's name: x.erf(), tinyattn.erf(x)
     formula = "{out} = erf({0})"
     grad_formulas = ("d{0} = d{out} ⊙ 2/√π exp(−{0}²)",)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return _erf(x).astype(x.dtype)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (grad_output * (2 / math.sqrt(math.pi)) * np.exp(-(x * x)),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx * (2 / math.sqrt(math.pi)) * np.exp(-(x * x))
+    def derivative(x: Any) -> Any:
+        return (2 / math.sqrt(math.pi)) * np.exp(-(x * x))
 
 
-class GELUFn(Function):
-    """``out = x * Phi(x)``, ``Phi`` the standard normal CDF;  ``dx = dout * (Phi(x) + x * phi(x))``;
-    jvp ``tout = tx * (Phi(x) + x * phi(x))``.
+class GELUFn(Elementwise):
+    """``out = x Φ(x)``, ``Φ`` the standard normal CDF;  ``f' = Φ(x) + x φ(x)``, ``φ`` its density.
 
-    With ``approximate="tanh"``: ``Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2``.
+    With ``approximate="tanh"``: ``Φ(x) ≈ (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2``, and ``φ`` its slope.
     """
 
     formula = "{out} = {0} ⊙ Φ({0})"
     grad_formulas = ("d{0} = d{out} ⊙ (Φ({0}) + {0} ⊙ φ({0}))",)
+    floating = False  # (torch's gelu takes floating inputs only)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
+    def function(x: Any, approximate: str = "none") -> Any:
         if approximate not in ("none", "tanh"):
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-        cdf, dcdf = _gelu_parts(x, approximate)
-        ctx.save_for_backward(x, cdf, dcdf)
+        cdf, _ = _gelu_parts(x, approximate)
         return x * cdf
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        x, cdf, dcdf = ctx.saved_tensors
-        if on_tensors(x):  # a backward recorded as ops: Φ and φ again, as ops on x
-            cdf, dcdf = _gelu_parts(x, ctx.kwargs.get("approximate", "none"))
-        return (grad_output * (cdf + x * dcdf),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, approximate: str = "none") -> Any:
-        (tx,), (x,) = tangents, inputs
-        cdf, dcdf = _gelu_parts(x, approximate)
-        return tx * (cdf + x * dcdf)
+    def derivative(x: Any, approximate: str = "none") -> Any:
+        cdf, slope = _gelu_parts(x, approximate)
+        return cdf + x * slope
 
 
 def _gelu_parts(x: Any, approximate: str) -> tuple[Any, Any]:
@@ -569,89 +550,82 @@ def _gelu_parts(x: Any, approximate: str) -> tuple[Any, Any]:
     return 0.5 * (1 + t), 0.5 * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x)
 
 
-class Sin(Function):
-    """``out = sin(x)``;  ``dx = dout * cos(x)``;  jvp ``tout = tx * cos(x)``."""
+class Sin(Elementwise):
+    """``out = sin(x)``;  ``f' = cos(x)``."""
 
+    name = "sin"  # torch's name: x.sin(), tinyattn.sin(x)
     formula = "{out} = sin({0})"
     grad_formulas = ("d{0} = d{out} ⊙ cos({0})",)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return np.sin(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (grad_output * np.cos(x),)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return tx * np.cos(x)
+    def derivative(x: Any) -> Any:
+        return np.cos(x)
 
 
-class Cos(Function):
-    """``out = cos(x)``;  ``dx = -dout * sin(x)``;  jvp ``tout = -tx * sin(x)``."""
+class Cos(Elementwise):
+    """``out = cos(x)``;  ``f' = -sin(x)``."""
 
+    name = "cos"  # torch's name: x.cos(), tinyattn.cos(x)
     formula = "{out} = cos({0})"
     grad_formulas = ("d{0} = −d{out} ⊙ sin({0})",)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        x = _floating(x)
-        ctx.save_for_backward(x)
+    def function(x: Any) -> Any:
         return np.cos(x)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (x,) = ctx.saved_tensors
-        return (-grad_output * np.sin(x),)
+    def derivative(x: Any) -> Any:
+        return -np.sin(x)
+
+
+class Sinh(Elementwise):
+    """``out = sinh(x) = (exp(x) - exp(-x)) / 2``;  ``f' = cosh(x)``."""
+
+    name = "sinh"  # torch's name: x.sinh(), tinyattn.sinh(x)
+    formula = "{out} = sinh({0})"
+    grad_formulas = ("d{0} = d{out} ⊙ cosh({0})",)
 
     @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray) -> Any:
-        (tx,), (x,) = tangents, inputs
-        return -tx * np.sin(x)
+    def function(x: Any) -> Any:
+        return np.sinh(x)
+
+    @staticmethod
+    def derivative(x: Any) -> Any:
+        return (np.exp(x) + np.exp(-x)) / 2  # cosh(x), in ops a tensor has too (for a second derivative)
 
 
-class Clamp(Function):
-    """``out = min(max(x, lo), hi)``;  ``dx = dout * [lo <= x <= hi]`` (ends included, as torch);
-    jvp ``tout = tx * [lo <= x <= hi]``."""
+class Clamp(Elementwise):
+    """``out = min(max(x, lo), hi)``;  ``f' = [lo <= x <= hi]`` (ends included, as torch)."""
 
     formula = "{out} = clamp({0}, min, max)"
     grad_formulas = ("d{0} = d{out} ⊙ [min ≤ {0} ≤ max]",)
+    floating = False  # (an integer input stays an integer, unless a bound is a float)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray, *, min: Any = None, max: Any = None) -> np.ndarray:
+    def function(x: Any, min: Any = None, max: Any = None) -> Any:
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must not be None")
         bounds = [b for b in (min, max) if b is not None]
         dtype = result_type(x, *bounds)
-        x = promote(dtype, x)
-        inside = np.ones(x.shape, dtype=bool)
+        out = promote(dtype, x)
         if min is not None:
-            inside &= x >= min
+            out = np.maximum(out, promote(dtype, min))
         if max is not None:
-            inside &= x <= max
-        ctx.save_for_backward(inside)
-        out = x if min is None else np.maximum(x, promote(dtype, min))
-        return (out if max is None else np.minimum(out, promote(dtype, max))).astype(dtype, copy=False)
+            out = np.minimum(out, promote(dtype, max))
+        return out.astype(dtype, copy=False)
 
     @staticmethod
-    def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray]:
-        (inside,) = ctx.saved_tensors
-        return (grad_output * inside,)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, min: Any = None, max: Any = None) -> Any:
-        (tx,), (x,) = tangents, inputs
+    def derivative(x: Any, min: Any = None, max: Any = None) -> Any:
         inside = np.ones(np.shape(x), dtype=bool)
         if min is not None:
-            inside &= x >= min
+            inside = inside & (x >= min)
         if max is not None:
-            inside &= x <= max
-        return tx * inside
+            inside = inside & (x <= max)
+        return inside
 
 
 class Clone(Function):
@@ -693,3 +667,9 @@ class Copy(Function):
     def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
         _, tsrc = tangents
         return np.broadcast_to(tsrc, out.shape)
+
+
+def named_ops() -> list[type[Elementwise]]:
+    """Every elementwise op of this file that names itself (``name = "exp"``): each is a method of tinyattn's
+    tensors and a function of tinyattn (``autograd/tensor.py``, ``autograd/namespace.py``)."""
+    return [op for op in Elementwise.__subclasses__() if op.name is not None]
