@@ -96,8 +96,9 @@ def test_the_chapters_mha_on_core_tensors_keeps_every_tensor_and_node_the_cores_
     t_out.backward(torch.tensor(arrays["grad"]))
     np.testing.assert_allclose(out.array, t_out.detach().numpy(), rtol=1e-10, atol=1e-12)
     in_w, in_b = mha.in_proj_weight.grad.numpy(), mha.in_proj_bias.grad.numpy()
-    expected = [t.grad.numpy() for t in t_in] + [in_w[:E], in_w[E:2 * E], in_w[2 * E:], mha.out_proj.weight.grad.numpy(),
-                                                  in_b[:E], in_b[E:2 * E], in_b[2 * E:], mha.out_proj.bias.grad.numpy()]
+    expected = [t.grad.numpy() for t in t_in]
+    expected += [in_w[:E], in_w[E:2 * E], in_w[2 * E:], mha.out_proj.weight.grad.numpy()]
+    expected += [in_b[:E], in_b[E:2 * E], in_b[2 * E:], mha.out_proj.bias.grad.numpy()]
     for mine, theirs in zip(leaves, expected):
         np.testing.assert_allclose(mine.grad.array, theirs, rtol=1e-10, atol=1e-12)
 

@@ -34,6 +34,7 @@ from .core.dtypes import as_dtype, bool_, float32, float64, int64  # noqa: F401 
 from .devices import check_device
 from .tensor import Tensor
 
+
 def _new(op: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     check_device(op, device)
     t = Tensor._make(data)

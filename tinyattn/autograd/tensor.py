@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import engine, hooks, printing, tangents
+from .arrays import ArrayLike, to_array
 from .core import dtypes  # dtypes.DEFAULT_FLOAT: read at each call (set_default_dtype)
 from .core import tensor as core
 from .core.checks import normalize_dim
@@ -51,7 +52,6 @@ from .core.ops.matmul import MatMul
 from .core.ops.reduction import Amax, Mean, Sum, TakeAlong, Var
 from .core.ops.shape import Cat, Expand, GetItem, Permute, Reshape, Squeeze, Stack, Transpose, Unsqueeze
 from .core.ops.softmax import LogSoftmax, Softmax
-from .arrays import ArrayLike, to_array
 from .devices import check_device
 from .graph import GraphLeaf, GraphNode
 from .tensor_api import MinMax, TensorAPI, _plain_index

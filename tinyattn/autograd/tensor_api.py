@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from . import pickling, printing, views
+from .arrays import _rng, _size, to_array
 from .core import grad_mode
-from .core.function import TensorBase
 from .core.checks import normalize_dim, normalize_dims
 from .core.dtypes import as_dtype
+from .core.function import TensorBase
 from .core.ops.elementwise import Add, Cast, Clamp, Clone, Copy, Cos, Div, Erf, MaskedFill, Mul, Sin, Sub
 from .core.ops.matmul import Einsum
 from .core.ops.reduction import Norm, TakeAlong
 from .core.ops.shape import Gather, SetItem, Triangle
-from .arrays import _rng, _size, to_array
 from .devices import CPU, check_device, device
 
 if TYPE_CHECKING:

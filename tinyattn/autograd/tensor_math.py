@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from .arrays import multinomial_indices
 from .core import grad_mode
 from .core.checks import normalize_dim
 from .core.ops.elementwise import (
@@ -42,7 +43,6 @@ from .core.ops.elementwise import (
     Where,
 )
 from .core.ops.shape import SetItem, Triangle, gather_index
-from .arrays import multinomial_indices
 
 if TYPE_CHECKING:
     from .tensor import Tensor
