@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -108,7 +109,11 @@ def test_the_students_path_runs_through_the_core_and_not_torchs_extras():
     files = {path for path, _ in lines}
     for core in ("function.py", "engine.py", "tensor.py", "ops/matmul.py", "ops/softmax.py"):
         assert f"tinyattn/autograd/core/{core}" in files, core
-    assert "tinyattn/autograd/tensor_api.py" not in files and "tinyattn/autograd/namespace.py" not in files
+    assert "tinyattn/autograd/namespace.py" not in files
+    tensor_py = (pathlib.Path(ROOT) / "tinyattn" / "autograd" / "tensor.py").read_text(encoding="utf-8").splitlines()
+    everyday = next(i for i, line in enumerate(tensor_py, 1) if "# == torch's everyday methods" in line)
+    after_class = next(i for i, line in enumerate(tensor_py, 1) if i > everyday and line.startswith("def "))
+    assert not [line for path, line in lines if path == "tinyattn/autograd/tensor.py" and everyday < line < after_class]
 
 
 def test_compare_commits_times_two_checkouts_side_by_side():

@@ -19,8 +19,6 @@ import pytest
 
 import tinyattn as ta
 from tinyattn.autograd import creation, namespace
-from tinyattn.autograd.tensor_api import TensorAPI
-from tinyattn.autograd.tensor_math import TensorMath
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -34,9 +32,14 @@ FUNCTIONS = sorted(set(namespace.__all__) | {
 })
 # ``to`` has no one signature in torch, only overloads of ``*args``; ``uniform_(from, to)`` cannot be written in
 # Python (``from`` is a keyword) and takes ``*bounds``: test_namespace.py and test_in_place.py check each form
-METHODS = sorted(name for name, value in {**vars(TensorAPI), **vars(TensorMath)}.items()
+# (the methods of tensor.py's sections of torch's everyday methods, after its heading: the ones before it, the
+# autograd mechanisms and the chapter's ops, are checked beside their own tests)
+_EVERYDAY = inspect.getsource(ta.Tensor).split("\n").index(
+    "    # == torch's everyday methods: comparisons, copies, in-place changes, devices and dtypes, sizes... ==")
+METHODS = sorted(name for name, value in vars(ta.Tensor).items()
                  if callable(value) and not name.startswith("_") and name not in ("to", "uniform_")
-                 and name.isascii())  # (mutation testing adds its own names to the class)
+                 and not isinstance(value, type) and name.isascii()  # (mutation testing adds its own names)
+                 and inspect.getsourcelines(value)[1] - inspect.getsourcelines(ta.Tensor)[1] > _EVERYDAY)
 
 # What torch documents nowhere in a signature line, but accepts (so ours takes it too).
 OURS_ONLY = {

@@ -277,3 +277,84 @@ def test_no_import_circle_under_autograd():
 def test_the_circle_finder_finds_a_circle():
     assert _a_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert _a_circle({"a": {"b"}, "b": set()}) is None
+
+
+
+def imports_of(source, package):
+    """The modules of tinyattn that ``source`` (a module of the package ``package``, as a list of names) imports,
+    anywhere in it: type-checking blocks and functions too."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"  # (from . import engine: the module engine)
+                found.add(candidate if module_path(candidate) else module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return {m for m in found if module_path(m)}
+
+
+def module_path(name):
+    parts = name.split(".")
+    if parts[0] != "tinyattn":
+        return None
+    base = PACKAGE.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def first_circle(graph):
+    """A circle of ``graph`` (module -> the modules it imports), as the list of its modules, or None."""
+    state = {}
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return trail + [node, nxt]
+            if nxt not in state:
+                found = visit(nxt, trail + [node])
+                if found:
+                    return found
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node, [])
+            if found:
+                return found
+    return None
+
+
+def autograd_graph():
+    """Each module under autograd/ -> the modules under autograd/ it imports (a package's ``__init__`` left out: it
+    imports its modules to re-export them)."""
+    autograd = PACKAGE / "autograd"
+    graph = {}
+    for path in sorted(autograd.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        name = ".".join(["tinyattn", *path.relative_to(PACKAGE).with_suffix("").parts])
+        package = ["tinyattn", *path.relative_to(PACKAGE).parent.parts]
+        graph[name] = {m for m in imports_of(path.read_text(encoding="utf-8"), package)
+                       if autograd in module_path(m).parents and module_path(m).name != "__init__.py"}
+    return graph
+
+
+def test_no_import_circle_under_autograd_type_checking_imports_included():
+    graph = autograd_graph()
+    assert len(graph) > 30 and "tinyattn.autograd.core.tensor" in graph["tinyattn.autograd.tensor"]
+    assert first_circle(graph) is None
+
+
+def test_a_type_checking_import_back_is_a_circle():
+    graph = autograd_graph()
+    mixin = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .tensor import Tensor\n"
+    graph["tinyattn.autograd.engine"] |= imports_of(mixin, ["tinyattn", "autograd"])
+    assert first_circle(graph)[-2:] in (["tinyattn.autograd.engine", "tinyattn.autograd.tensor"],
+                                         ["tinyattn.autograd.tensor", "tinyattn.autograd.engine"])

@@ -35,7 +35,7 @@ from . import (
 from .amp import autocast
 from .autograd import *  # noqa: F403  (the tensors, factories, dtypes, devices and functions)
 from .autograd import __all__ as _autograd_all
-from .autograd.tensor_api import einsum  # noqa: F401
+from .autograd.tensor import einsum  # noqa: F401
 from .compiler import compile
 from .func import vmap
 from .serialization import load, save

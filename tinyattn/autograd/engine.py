@@ -13,8 +13,9 @@ calls add, around it:
 
 from __future__ import annotations
 
+import typing
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -22,9 +23,10 @@ from . import higher_order
 from .backprop import backpropagate, gradients
 from .core.engine import accumulate, start_gradient, topological_order
 from .core.function import Node, TensorBase
+from .core.ops.shared import cast
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# tinyattn's Tensor (tensor.py), which imports this file: named here for the reader, checked as Any
+TensorLike = Any
 
 
 def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
@@ -34,7 +36,7 @@ def keeps_graph(retain_graph: bool | None, create_graph: bool) -> bool:
     return retain_graph
 
 
-def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
+def root_gradient(root: TensorLike, gradient: Any, create_graph: bool) -> Any:
     """The gradient a backward pass starts from at ``root``: ``gradient`` (None for a one-element ``root``: ones),
     checked and in ``root``'s dtype. An array; with ``create_graph``, a Tensor: ``gradient`` itself if it requires
     grad (the gradients are then functions of it too, as in torch)."""
@@ -46,7 +48,7 @@ def root_gradient(root: Tensor, gradient: Any, create_graph: bool) -> Any:
     # a backward recorded as ops starts from a Tensor: the gradient itself, if it requires grad (the gradients
     # are then functions of it too, as in torch)
     if isinstance(gradient, TensorBase) and gradient.requires_grad:
-        return gradient.to(root.dtype)
+        return cast(gradient, root.dtype)
     return type(root)._make(g)
 
 
@@ -73,12 +75,12 @@ def _roots(op: str, outputs: Any, gradients: Any, create_graph: bool) -> dict[No
         if not output.requires_grad:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does not have a grad_fn")
         g = root_gradient(output, gradient, create_graph)
-        node = output.gradient_edge()
+        node = typing.cast(Node, output.gradient_edge())  # (it requires grad: it has a node)
         roots[node] = roots[node] + g if node in roots else g
     return roots
 
 
-def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[int]]]:
+def _by_node(op: str, inputs: Any) -> tuple[tuple[TensorLike, ...], dict[Node, list[int]]]:
     """torch's ``inputs`` (a tensor or a sequence) as a tuple, and the node each one's gradient flows into -> the
     positions of the inputs it serves."""
     inputs = (inputs,) if isinstance(inputs, TensorBase) else tuple(inputs)
@@ -88,17 +90,17 @@ def _by_node(op: str, inputs: Any) -> tuple[tuple[Tensor, ...], dict[Node, list[
             raise TypeError(f"{op}: inputs must be Tensors, got {type(t).__name__} at position {i}")
         if not t.requires_grad:
             raise RuntimeError(f"{op}: input {i} (shape {t.shape}) does not require grad")
-        positions.setdefault(t.gradient_edge(), []).append(i)
+        positions.setdefault(typing.cast(Node, t.gradient_edge()), []).append(i)  # (it requires grad: it has a node)
     return inputs, positions
 
 
 def backward(
-    tensors: Tensor | Sequence[Tensor],
+    tensors: TensorLike | Sequence[TensorLike],
     grad_tensors: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     grad_variables: Any = None,
-    inputs: Tensor | Sequence[Tensor] | dict[str, Tensor] | None = None,
+    inputs: TensorLike | Sequence[TensorLike] | dict[str, TensorLike] | None = None,
 ) -> None:
     """``torch.autograd.backward``: add each output's weighted derivatives to each leaf's ``.grad``.
 
@@ -116,7 +118,7 @@ def backward(
     run_backward(roots, retain_graph, create_graph, None if inputs is None else wanted_inputs(inputs))
 
 
-def wanted_inputs(inputs: Any) -> dict[Node, Tensor]:
+def wanted_inputs(inputs: Any) -> dict[Node, TensorLike]:
     """``backward(inputs=...)``: the node each input's gradient flows into -> that input, whose ``.grad`` it fills
     (once, if the input is listed twice)."""
     inputs, positions = _by_node("backward", inputs.values() if type(inputs) is dict else inputs)
@@ -126,7 +128,7 @@ def wanted_inputs(inputs: Any) -> dict[Node, Tensor]:
 
 
 def run_backward(
-    roots: dict[Node, Any], retain_graph: bool | None, create_graph: bool, wanted: dict[Node, Tensor] | None
+    roots: dict[Node, Any], retain_graph: bool | None, create_graph: bool, wanted: dict[Node, TensorLike] | None
 ) -> None:
     """Add the gradients reaching each leaf (and ``retain_grad()`` tensor) to its ``.grad``; with ``wanted``
     (``backward(inputs=...)``), those reaching each of its tensors instead. ``roots``: each output's node and
@@ -142,7 +144,7 @@ def run_backward(
     else:
         passes = gradients(roots, wanted, record, free)
     for node, grad_output in passes:
-        target: Tensor | None
+        target: TensorLike | None
         if wanted is not None:
             target = wanted[node]
         elif node.retained is not None:
@@ -160,8 +162,8 @@ def run_backward(
 
 
 def grad(
-    outputs: Tensor | Sequence[Tensor],
-    inputs: Tensor | Sequence[Tensor],
+    outputs: TensorLike | Sequence[TensorLike],
+    inputs: TensorLike | Sequence[TensorLike],
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
@@ -169,7 +171,7 @@ def grad(
     allow_unused: bool | None = None,
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
-) -> tuple[Tensor | None, ...]:
+) -> tuple[TensorLike | None, ...]:
     """Return ``d outputs / d input`` (weighted by ``grad_outputs``) for each input; ``.grad`` untouched.
 
     torch's arguments: ``outputs`` a tensor or a sequence, ``grad_outputs`` likewise (the gradient of
@@ -186,7 +188,7 @@ def grad(
     if materialize_grads and not allow_unused:
         raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
     inputs, positions = _by_node("grad", inputs)  # (only_inputs: torch ignores it too)
-    result: list[Tensor | None] = [None] * len(inputs)
+    result: list[TensorLike | None] = [None] * len(inputs)
     roots = _roots("grad", outputs, grad_outputs, create_graph)
     record = higher_order.backward_graph if create_graph else None
     for node, g in gradients(roots, positions, record, not keeps_graph(retain_graph, create_graph)):

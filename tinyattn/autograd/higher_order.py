@@ -25,7 +25,7 @@ in the usual pass and on Tensors here. Three cases:
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +36,8 @@ from .core.grad_mode import enable_grad
 from .core.ops.elementwise import Clone
 from .graph import GraphNode
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# tinyattn's Tensor (tensor.py), which imports this file: named here for the reader, checked as Any
+TensorLike = Any
 
 
 class Transposed(Function):
@@ -112,7 +112,7 @@ def _on_tensors(node: GraphNode, grad_output: Any) -> Any:
     return ctx
 
 
-def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | None, ...]:
+def _through_composed(node: GraphNode, grad_output: TensorLike) -> tuple[TensorLike | None, ...]:
     """The fused op's gradients, differentiably: its composed twin recomputed on the inputs, then differentiated.
 
     Each input position gets a stand-in of its own (a clone: the same values, with the input's history behind
@@ -120,7 +120,7 @@ def _through_composed(node: GraphNode, grad_output: Tensor) -> tuple[Tensor | No
     (``attention(x, x, x)``) gets, at each position, the gradient through that position only, as the fused
     op's own backward gives it; the engine then adds them up, as it does for any op."""
     inputs: tuple[Any, ...] = node.inputs
-    result: list[Tensor | None] = [None] * len(inputs)
+    result: list[TensorLike | None] = [None] * len(inputs)
     with enable_grad():
         stand_ins = list(inputs)
         wanted: dict[Node, int] = {}  # each stand-in's node -> its input position

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .core.function import TensorBase
+from .core.ops.shared import cast
 
 _ids = itertools.count()
 
@@ -81,4 +82,4 @@ def _hooked(hook: Callable[[Any], Any], grad: Any, tensor_class: Any) -> Any:
                            f"a gradient of shape {tuple(result.shape)} for one of shape {tuple(seen.shape)}")
     if on_arrays:
         return np.asarray(result.array, dtype=grad.dtype)
-    return result if result.dtype == grad.dtype else result.to(grad.dtype)
+    return cast(result, grad.dtype)

@@ -11,8 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .core.ops.elementwise import Add, Div, Mul, Neg, Sub, named_ops
-from .tensor import Tensor
-from .tensor_api import NO_COMPLEX, NO_SPARSE, einsum
+from .tensor import NO_COMPLEX, NO_SPARSE, Tensor, einsum
 
 __all__ = [
     "abs", "add", "allclose", "amax", "amin", "argmax", "argmin", "argsort", "bmm", "clamp", "clip", "clone",
@@ -731,19 +730,19 @@ def polar(abs: Any, angle: Any) -> Tensor:
     raise NotImplementedError(NO_COMPLEX)
 
 
-def elementwise_function(op: Any) -> Any:
+def elementwise_function(name: str, op: Any) -> Any:
     """``ta.exp(x)``: the function of an elementwise op that names itself (``core/ops/elementwise.py``)."""
 
     def function(input: Tensor) -> Tensor:
-        return getattr(_tensor(op.name, input), op.name)()
+        return getattr(_tensor(name, input), name)()
 
-    function.__name__ = function.__qualname__ = op.name
+    function.__name__ = function.__qualname__ = name
     function.__doc__ = op.__doc__.split(";")[0].strip() + " (" + op.__name__ + ", core/ops/elementwise.py)."
     return function
 
 
 # Every elementwise op that names itself is a function: those written out above, and the rest made from the op
-for _op in named_ops():
-    if _op.name not in globals():
-        globals()[_op.name] = elementwise_function(_op)
-        __all__.append(_op.name)
+for _name, _op in named_ops():
+    if _name not in globals():
+        globals()[_name] = elementwise_function(_name, _op)
+        __all__.append(_name)

@@ -16,18 +16,18 @@ belongs to the original: copied along, a copy's backward would accumulate into t
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# tinyattn's Tensor (tensor.py), which imports this file: named here for the reader, checked as Any
+TensorLike = Any
 
 # The tensor's own state: its value, and the graph's (which stays with the original)
 _OWN = frozenset({"array", "_requires_grad", "_grad", "_grad_fn", "_leaf_node", "_changes", "_base"})
 
 
-def deepcopy(tensor: Tensor, memo: dict[int, Any], keep_grad: bool = True) -> Tensor:
+def deepcopy(tensor: TensorLike, memo: dict[int, Any], keep_grad: bool = True) -> TensorLike:
     """``copy.deepcopy(tensor)``: a new leaf (see the module's docstring); its ``.grad`` copied too, unless not
     ``keep_grad`` (torch's Parameter leaves it behind)."""
     if tensor.grad_fn is not None:
@@ -35,7 +35,8 @@ def deepcopy(tensor: Tensor, memo: dict[int, Any], keep_grad: bool = True) -> Te
                            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
                            "because of a torch.nn.utils.weight_norm usage, see "
                            "https://github.com/pytorch/pytorch/pull/103001")
-    new = type(tensor).__new__(type(tensor))
+    kind: Any = type(tensor)
+    new = kind.__new__(kind)
     memo[id(tensor)] = new
     new.array = copy.deepcopy(tensor.array, memo)
     new._requires_grad = tensor._requires_grad
@@ -47,13 +48,13 @@ def deepcopy(tensor: Tensor, memo: dict[int, Any], keep_grad: bool = True) -> Te
     return new
 
 
-def reduce(tensor: Tensor) -> tuple[Any, ...]:
+def reduce(tensor: TensorLike) -> tuple[Any, ...]:
     """``pickle``'s recipe for ``tensor`` (see the module's docstring)."""
     extra = {name: value for name, value in vars(tensor).items() if name not in _OWN}
     return rebuild, (type(tensor), np.array(tensor.array), tensor._requires_grad, extra)
 
 
-def rebuild(cls: type, array: np.ndarray, requires_grad: bool, extra: dict[str, Any]) -> Tensor:
+def rebuild(cls: type, array: np.ndarray, requires_grad: bool, extra: dict[str, Any]) -> TensorLike:
     """A pickled tensor, loaded: a leaf of ``cls`` holding ``array``."""
     tensor = cls._make(array, requires_grad)  # type: ignore[attr-defined]
     for name, value in extra.items():

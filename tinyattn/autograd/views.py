@@ -15,21 +15,23 @@ base moves on, so an op that saved the old values refuses its backward.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .core.function import Context, Function, Node
 from .core.ops.elementwise import Cast, Clone
 from .core.ops.shape import Expand, GetItem, Permute, Reshape, Squeeze, Transpose, Unsqueeze
 from .higher_order import Transposed
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# tinyattn's Tensor (tensor.py), which imports this file: named here for the reader, checked as Any
+TensorLike = Any
 
 # The ops whose result may share its input's memory: a view of it, with its version counter
 VIEW_OPS = frozenset({Reshape, Transpose, Permute, Unsqueeze, Squeeze, Expand, GetItem})
 
 
-def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def change_in_place(
+    view: TensorLike, op: str, fn: type[Function], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     """``view``'s value becomes ``fn(view, *args)``, recorded, with its base's history rewritten (see above)."""
     base = view._base
     assert base is not None  # (called for views only)
@@ -54,7 +56,7 @@ def change_in_place(view: Tensor, op: str, fn: type[Function], args: tuple[Any, 
     view._grad_fn, view._requires_grad = again._grad_fn, True
 
 
-def _chain(op: str, view: Tensor, base: Tensor) -> list[tuple[type[Function], Context]]:
+def _chain(op: str, view: TensorLike, base: TensorLike) -> list[tuple[type[Function], Context]]:
     """The view ops from ``view`` back to ``base``, each with its context; refused where torch refuses or the
     chain cannot be read (a view of a tensor outside the graph)."""
     target = base._grad_fn or base._leaf_node

@@ -19,7 +19,7 @@ import numpy as np
 from ..autograd import Tensor, cat
 from ..autograd.core.ops.windows import Windows
 from ..autograd.creation import float_dtype
-from ..autograd.tensor_api import einsum
+from ..autograd.tensor import einsum
 from . import init
 from .module import Module
 from .parameter import Parameter

@@ -15,8 +15,7 @@ import numpy as np
 
 from ..autograd import hooks
 from ..autograd.devices import check_device
-from ..autograd.tensor import Tensor
-from ..autograd.tensor_api import to_arguments
+from ..autograd.tensor import Tensor, to_arguments
 from . import module_hooks
 from .parameter import Parameter
 

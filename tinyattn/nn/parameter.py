@@ -23,4 +23,4 @@ class Parameter(Tensor):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
         """``copy.deepcopy(p)``: a new Parameter with a copy of the values, without ``.grad`` (as torch's)."""
-        return pickling.deepcopy(self, memo, keep_grad=False)  # type: ignore[return-value]
+        return pickling.deepcopy(self, memo, keep_grad=False)

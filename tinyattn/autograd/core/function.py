@@ -212,12 +212,11 @@ class LeafNode(Node):
 class TensorBase:
     """What the graph reads of a tensor, all of it.
 
-    ``tensor.py``'s ``Tensor`` is built on this class and adds the rest (``backward``, the array's facts, the
-    operators).
+    ``tensor.py``'s ``Tensor`` is built on this class and adds the rest (``grad``, ``backward``, the operators).
 
     Attributes:
-        array: the value, an ``np.ndarray``.
-        _requires_grad: whether ops on this tensor are recorded.
+        array: the value, an ``np.ndarray`` (``shape``, ``dtype`` and ``ndim`` are its).
+        requires_grad: whether ops on this tensor are recorded (``_requires_grad``, which ``apply`` reads).
         _grad_fn: the node of the op that made this tensor (None for a leaf).
         _grad: ``dL/dself`` once a backward pass reached this tensor's ``.grad``, else None.
         node_class, leaf_class: the nodes ops on tensors of this class record, and a leaf of this class flows
@@ -239,6 +238,38 @@ class TensorBase:
         t.array = array
         t._requires_grad = requires_grad
         return t
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded for backward."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value:
+            checks.can_require_grad(self.array.dtype)
+        else:
+            checks.can_stop_requiring_grad(self._grad_fn)
+        self._requires_grad = bool(value)
+
+    # -- the array's facts -----------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, as a tuple."""
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype."""
+        return self.array.dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self.array.ndim
+
+    # -- the graph: the node this tensor's gradient flows into -------------------------------------------------
 
     def gradient_edge(self) -> Node | None:
         """The node this tensor's gradient flows into: its ``grad_fn``, a leaf's ``LeafNode``, or None."""

@@ -53,19 +53,6 @@ class Tensor(TensorBase):
     # -- the graph -----------------------------------------------------------
 
     @property
-    def requires_grad(self) -> bool:
-        """Whether ops on this tensor are recorded for backward."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        if value:
-            checks.can_require_grad(self.array.dtype)
-        else:
-            checks.can_stop_requiring_grad(self._grad_fn)
-        self._requires_grad = bool(value)
-
-    @property
     def grad_fn(self) -> Node | None:
         """The node of the op that made this tensor, or None for a leaf."""
         return self._grad_fn
@@ -78,7 +65,7 @@ class Tensor(TensorBase):
     @property
     def grad(self: T) -> T | None:
         """``dL/dself`` after ``backward()`` (a leaf's), else None."""
-        return self._grad  # type: ignore[return-value]
+        return self._grad
 
     @grad.setter
     def grad(self: T, value: T | None) -> None:
@@ -88,23 +75,6 @@ class Tensor(TensorBase):
     def backward(self, gradient: Any = None) -> None:
         """Add ``d self / d leaf`` (times ``gradient``: 1 by default, for one element) to every leaf's ``.grad``."""
         engine.backward(self, gradient)
-
-    # -- the array's facts -----------------------------------------------------
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape, as a tuple."""
-        return self.array.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The NumPy dtype."""
-        return self.array.dtype
-
-    @property
-    def ndim(self) -> int:
-        """The number of dimensions."""
-        return self.array.ndim
 
     # -- arithmetic: each operator applies an op (ops/elementwise.py, ops/matmul.py) --
 

@@ -227,12 +227,12 @@ class Elementwise(Function):
     name: str | None = None  # torch's name of the op, if it is a plain method (x.exp()) and function (ta.exp(x))
 
     @staticmethod
-    def function(x: Any, **options: Any) -> Any:
+    def function(x: Any) -> Any:
         """``f(x)``, on an array."""
         raise NotImplementedError
 
     @staticmethod
-    def derivative(v: Any, **options: Any) -> Any:
+    def derivative(v: Any) -> Any:
         """``f'``: the slope at each element, from ``x`` (or from ``out``, if ``saved_output = 0``)."""
         raise NotImplementedError
 
@@ -669,7 +669,7 @@ class Copy(Function):
         return np.broadcast_to(tsrc, out.shape)
 
 
-def named_ops() -> list[type[Elementwise]]:
-    """Every elementwise op of this file that names itself (``name = "exp"``): each is a method of tinyattn's
-    tensors and a function of tinyattn (``autograd/tensor.py``, ``autograd/namespace.py``)."""
-    return [op for op in Elementwise.__subclasses__() if op.name is not None]
+def named_ops() -> list[tuple[str, type[Elementwise]]]:
+    """``(name, op)`` for every elementwise op of this file that names itself (``name = "exp"``): each is a method
+    of tinyattn's tensors and a function of tinyattn (``autograd/tensor.py``, ``autograd/namespace.py``)."""
+    return [(op.name, op) for op in Elementwise.__subclasses__() if op.name is not None]
