@@ -1,13 +1,16 @@
 """tinyattn.autograd: tensors, the ops, the backward engine, and gradcheck.
 
-``core/`` is the lesson: the tensor base, ``Function.apply`` and ``Node``, the engine and the ops (its
-``__init__`` gives the reading order). Around it, each importing only what lies below it:
+``core/`` is the lesson, and runs alone: the tensor, ``Function.apply`` and ``Node``, the engine, the ops and
+the chapter's multi-head attention (its ``__init__`` gives the reading order). Around it, built on it by ordinary
+means, each importing only what lies below it:
 
-* ``graph`` (the node with torch's version check, freeing and recorded backward) and ``tensor`` (the
-  ``Tensor`` users get: the core's, with torch's methods from ``tensor_api`` and ``tensor_math``), both
-  registering themselves with the core;
-* ``higher_order`` (a backward recorded as ops, for ``create_graph=True``), ``wanted`` (a pass for chosen
-  tensors only) and ``engine`` (torch's ``backward`` and ``grad``, with all their arguments);
+* ``arrays`` (data to arrays, sizes, the random generator), ``tangents`` (forward mode's level and each op's
+  tangent), ``hooks`` and ``graph`` (the node with torch's version check, freeing, recorded backward and hooks);
+* ``backprop`` (torch's backward loop: the core's, with hooks, ``create_graph`` and freeing at each node),
+  ``higher_order`` (a backward recorded as ops, for ``create_graph=True``) and ``engine`` (torch's
+  ``backward`` and ``grad``, with all their arguments);
+* ``tensor``: the ``Tensor`` users get, a subclass of the core's whose ``node_class`` is ``graph``'s, with
+  every method of torch's (its docstring says where a method lives);
 * ``custom_function`` (torch's ``Function``, on Tensors), ``views`` (an in-place change to a view),
   ``gradcheck``, ``functional`` (torch.autograd.functional), ``creation`` (the factories), ``devices``,
   ``legacy`` and ``namespace`` (torch's ``torch.exp(x)`` spellings of the methods).

@@ -11,7 +11,7 @@ returns a core tensor with a core node. Read it in this order.
    ``grad``; ``backward()``; the arithmetic operators, each one op. A leaf's gradient flows into a
    ``LeafNode``, which keeps it in ``.grad``.
 3. ``engine.py``: the backward pass. ``topological_order`` lists the nodes so that each comes before every
-   node that made one of its inputs; ``backpropagate`` walks that list, runs each node's backward, and adds
+   node that made one of its inputs; ``backward`` walks that list, runs each node's backward, and adds
    each input's gradient to the total of the node it flows into (the chain rule, and its sum over paths).
 4. ``ops/``: every op, each a class with its formula in the docstring and ``forward`` and ``backward`` side by
    side. ``shared.py`` holds ``unbroadcast``: the gradient of a broadcast input is a sum over the copies.
