@@ -26,7 +26,8 @@ EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "course"
 CHECKOUT = pathlib.Path(__file__).parents[2]
 TASKS = ["layernorm_backward", "gelu_backward"]
 
-# The GELU task answered by central differences through the op's own forward: refused by its policy (derive)
+# The GELU task answered by central differences through the op's own forward: its policy (derive) scores no
+# float64 output off by more than its precision, and a central difference is (policy.imprecise)
 NUMERICAL = """
         (x,) = ctx.saved_tensors[:1]
         h = 1e-6
@@ -101,7 +102,7 @@ def test_a_class_of_mixed_submissions_gives_the_expected_gradebook_and_a_rerun_g
     assert [r["total"] for r in rows if r["student"] == "solved"] == ["5"]
     assert "5/5 graded" in log or "6/6 graded" in log
     feedback = (tmp_path / "feedback" / (gradebook.file_name("dishonest") + ".md")).read_text()
-    assert "refused by the task's policy" in feedback and "gelu_backward" in feedback
+    assert "does it differentiate numerically" in feedback and "gelu_backward" in feedback
     solved_log = (tmp_path / "logs" / (gradebook.file_name("solved") + ".log")).read_text()
     assert "isolation reduced" not in solved_log and "behind every fence" in solved_log, solved_log
 
