@@ -45,13 +45,16 @@ def test_check_forward_ad_fails_for_a_planted_wrong_jvp_of_each_op(op, monkeypat
                                      raise_exception=False, **_tolerance(name))  # (...forward mode is not)
 
 
-def test_every_op_states_its_jvp_or_is_linear_or_elementwise():
-    """An op without a jvp of its own is linear (its jvp is the op itself) or elementwise (its jvp is ``tx ⊙ f'``,
-    from the derivative it states): a new op of any other kind must state one."""
+def test_every_op_states_its_jvp_or_what_it_follows_from_and_never_both():
+    """An op without a jvp of its own is linear (its jvp is the op itself), multilinear (the product rule),
+    symmetric (its backward, on the tangent) or elementwise (``tx ⊙ f'``, from the derivative it states): a new op
+    of any other kind must state one. An op that says what its jvp follows from states no jvp of its own."""
     for op in CASE_OF_OP:
         elementwise = issubclass(op, Elementwise) and "derivative" in vars(op)
-        assert op.linear or "jvp" in vars(op) or elementwise, op.__name__
-        assert not (elementwise and ("jvp" in vars(op) or "backward" in vars(op))), op.__name__  # (stated once)
+        follows = op.linear or op.multilinear or op.symmetric or elementwise
+        assert follows or "jvp" in vars(op), op.__name__
+        assert not (follows and "jvp" in vars(op)), op.__name__  # (stated once)
+        assert not (elementwise and "backward" in vars(op)), op.__name__
 
 
 def test_forward_mode_gives_a_column_of_the_jacobian_and_backward_a_row():

@@ -10,7 +10,7 @@ arrays and Tensors share (``*``, ``@``, ``.sum(axis=...)``, ``.reshape``, ``np.e
 few helpers ``where``, ``cast``... that pick NumPy or the op), a backward computes on arrays
 in the usual pass and on Tensors here. Three cases:
 
-1. **Linear ops** (``Function.linear``: reshape, transpose, indexing, sums, casts...). Their
+1. **Linear ops of one input** (``Function.linear``: reshape, transpose, indexing, sums, casts...). Their
    backward is a linear map of ``dout`` alone, whatever array or index code it uses. It is
    recorded as one op, ``Transposed``, whose own backward is the op's forward again (the
    transpose of a transpose), so it never needs to run on Tensors.
@@ -74,7 +74,7 @@ def backward_graph(node: GraphNode, grad_output: Any) -> tuple[Any, ...]:
         recorder.begin_backward_of(node)
     try:
         with enable_grad():
-            if fn.linear:
+            if fn.linear and len(node.edges) == 1:
                 grads: Any = Transposed.apply(grad_output, op=fn, op_ctx=ctx)
             elif fn.composed is not None:
                 grads = _through_composed(node, grad_output)

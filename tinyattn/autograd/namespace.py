@@ -484,7 +484,7 @@ def bincount(input: Tensor, weights: Any = None, minlength: int = 0) -> Tensor:
     return _tensor("bincount", input).bincount(weights, minlength)
 
 
-# -- the methods of tensor.py's arithmetic, rounding and scans, spelled as functions -------------------------------------------------
+# -- the methods of tensor.py's arithmetic, rounding and scans, spelled as functions ---------------------------
 
 
 def true_divide(dividend: Tensor, divisor: Any) -> Tensor:

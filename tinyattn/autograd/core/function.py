@@ -83,9 +83,17 @@ class Function:
 
     formula: str = "{out} = op(...)"
     grad_formulas: tuple[str, ...] = ("d{i} = backward of the op, from d{out}",)
-    # True for an op of one input whose output is linear in it (shape ops, sums, casts): its backward is the
-    # transposed linear map, and its jvp is the op itself, applied to the tangent
+    # What forward mode needs to know of an op whose jvp follows from what it states already (``jvp`` below):
+    # linear: its output is linear in its inputs, all together (a + b, reshape, cat, sums, casts), so its
+    #   backward is the transposed linear map, and its jvp the op itself, applied to the tangents;
+    # multilinear: linear in each input, the others held fixed (a * b, a @ b, einsum): the product rule;
+    # symmetric: its Jacobian is symmetric (softmax's diag(Y) − Y Yᵀ, a mask's diagonal), so J t = Jᵀ t, the
+    #   backward applied to the tangent;
+    # constant_inputs: the positions of inputs never differentiated (a mask, a condition), kept as they are
     linear = False
+    multilinear = False
+    symmetric = False
+    constant_inputs: tuple[int, ...] = ()
     # For a fused op: the same function written in plain ops, ``composed(*inputs, **options) -> Tensor``
     composed: Any = None
     # For an op whose backward reads its own output (exp, tanh, softmax...): where in ``ctx.saved_tensors``
@@ -103,15 +111,31 @@ class Function:
         raise NotImplementedError
 
     @classmethod
-    def jvp(cls, tangents: Any, *args: Any, **options: Any) -> Any:
+    def jvp(cls, tangents: Any, inputs: Any, out: Any, **options: Any) -> Any:
         """Forward mode: the output's tangent ``tout = J t``.
 
-        Called as ``jvp(tangents, inputs, out, **options)``: one tangent per input (zeros where an input has none;
-        None for an input that is None), and the inputs and output of forward. A linear op's tangent is the op
-        itself applied to its input's tangent: this default. Every other op states its own."""
-        if not cls.linear:
-            raise NotImplementedError(f"{cls.__name__} has no jvp: forward-mode AD does not support it")
-        return cls.forward(Context(), tangents[0], **options)
+        Called with one tangent per input (zeros where an input has none; None for an input that is None), and
+        the inputs and output of forward. This default takes it from what the op states already (the class
+        attributes above): the op itself for a linear op, the product rule for a multilinear one, the backward
+        for a symmetric Jacobian. Every other op states its own."""
+        constant = cls.constant_inputs
+        if cls.linear:  # J t is the op, on the tangents
+            given = [x if i in constant else t for i, (x, t) in enumerate(zip(inputs, tangents))]
+            return cls.forward(_context(len(inputs), False, options), *given, **options)
+        if cls.multilinear:  # the product rule: one input's tangent at a time, the others as they are
+            total = np.zeros_like(out)
+            for i, t in enumerate(tangents):
+                if i not in constant:
+                    given = [t if j == i else x for j, x in enumerate(inputs)]
+                    total = total + cls.forward(_context(len(inputs), False, options), *given, **options)
+            return total
+        if cls.symmetric:  # J t = Jᵀ t: the backward, on what forward saves, applied to the tangent
+            ctx = _context(len(inputs), True, options)
+            cls.forward(ctx, *inputs, **options)
+            free = next(i for i in range(len(inputs)) if i not in constant)
+            grads = cls.backward(ctx, tangents[free])
+            return grads[free] if isinstance(grads, tuple) else grads
+        raise NotImplementedError(f"{cls.__name__} has no jvp: forward-mode AD does not support it")
 
     @classmethod
     def apply(cls, *inputs: Any, **options: Any) -> Any:
@@ -147,6 +171,14 @@ class Function:
             grad_mode.note_forward(result._grad_fn, inputs, result)
         # 5. what the result's class adds to each op's result: nothing here (torch's layer: a forward-mode tangent)
         return made.op_result(result, cls, inputs, options)
+
+
+def _context(count: int, needs_grad: bool, options: dict[str, Any]) -> Context:
+    """A fresh context for running an op's forward (and backward) outside a recorded call: forward mode's."""
+    ctx = Context()
+    ctx.needs_input_grad = (needs_grad,) * count
+    ctx.kwargs = options
+    return ctx
 
 
 class Node:

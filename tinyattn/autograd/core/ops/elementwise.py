@@ -62,6 +62,7 @@ class Add(Function):
 
     formula = "{out} = {0} + {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = d{out}")
+    linear = True  # (jvp: the op on the tangents, ta + tb)
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -72,17 +73,13 @@ class Add(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(grad_output, *ctx.b_meta)
 
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
-        ta, tb = tangents
-        return ta + tb
-
 
 class Sub(Function):
     """``out = a - b``;  ``da = dout``, ``db = -dout``;  jvp ``tout = ta - tb``."""
 
     formula = "{out} = {0} − {1}"
     grad_formulas = ("d{0} = d{out}", "d{1} = −d{out}")
+    linear = True  # (jvp: ta − tb)
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -93,17 +90,13 @@ class Sub(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[Any, Any]:
         return unbroadcast(grad_output, *ctx.a_meta), unbroadcast(-grad_output, *ctx.b_meta)
 
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
-        ta, tb = tangents
-        return ta - tb
-
 
 class Mul(Function):
     """``out = a * b``;  ``da = dout * b``, ``db = dout * a``;  jvp ``tout = ta * b + a * tb``."""
 
     formula = "{out} = {0} ⊙ {1}"
     grad_formulas = ("d{0} = d{out} ⊙ {1}", "d{1} = d{out} ⊙ {0}")
+    multilinear = True  # (jvp, the product rule: ta ⊙ b + a ⊙ tb)
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
@@ -118,11 +111,6 @@ class Mul(Function):
         da = unbroadcast(grad_output * b, *ctx.a_meta) if ctx.needs_input_grad[0] else None
         db = unbroadcast(grad_output * a, *ctx.b_meta) if ctx.needs_input_grad[1] else None
         return da, db
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
-        (ta, tb), (a, b) = tangents, inputs
-        return ta * b + a * tb
 
 
 class Div(Function):
@@ -446,6 +434,8 @@ class MaskedFill(Function):
 
     formula = "{out} = masked_fill({0}, mask, value)"
     grad_formulas = ("d{0} = d{out} with the masked entries set to 0", "")
+    symmetric = True  # (a diagonal Jacobian: jvp = the backward on the tangent, where(mask, 0, tx))
+    constant_inputs = (1,)  # (the mask)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, mask: Any, *, value: float) -> np.ndarray:
@@ -463,11 +453,6 @@ class MaskedFill(Function):
         (mask,) = ctx.saved_tensors
         return where(mask, 0.0, grad_output), None  # (a Python 0.0 keeps grad_output's dtype)
 
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray, *, value: float) -> Any:
-        (tx, _), (_, mask) = tangents, inputs
-        return np.where(mask, 0.0, tx)
-
 
 class Where(Function):
     """``out = where(cond, a, b)``;  ``da = where(cond, dout, 0)``, ``db = where(cond, 0, dout)``;
@@ -475,6 +460,8 @@ class Where(Function):
 
     formula = "{out} = where(cond, {1}, {2})"
     grad_formulas = ("", "d{1} = d{out} where cond, else 0", "d{2} = d{out} where not cond, else 0")
+    linear = True  # (in a and b together: jvp = where(cond, ta, tb))
+    constant_inputs = (0,)  # (the condition)
 
     @staticmethod
     def forward(ctx: Context, cond: Any, a: Any, b: Any) -> np.ndarray:
@@ -490,11 +477,6 @@ class Where(Function):
         da = unbroadcast(where(cond, grad_output, 0.0), *ctx.a_meta) if ctx.needs_input_grad[1] else None
         db = unbroadcast(where(cond, 0.0, grad_output), *ctx.b_meta) if ctx.needs_input_grad[2] else None
         return None, da, db
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any, Any], inputs: tuple[Any, Any, Any], out: np.ndarray) -> Any:
-        (_, ta, tb), (cond, _, _) = tangents, inputs
-        return np.where(cond, ta, tb)
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact to double precision
@@ -651,6 +633,7 @@ class Copy(Function):
 
     formula = "{out} = {1} (copied into {0})"
     grad_formulas = ("", "d{1} = d{out} (unbroadcast)")
+    linear = True  # (jvp: tsrc, broadcast)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, src: Any) -> np.ndarray:
@@ -662,11 +645,6 @@ class Copy(Function):
     @staticmethod
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[None, Any]:
         return None, unbroadcast(grad_output, *ctx.src_meta) if ctx.needs_input_grad[1] else None
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
-        _, tsrc = tangents
-        return np.broadcast_to(tsrc, out.shape)
 
 
 def named_ops() -> list[tuple[str, type[Elementwise]]]:

@@ -26,6 +26,7 @@ class MatMul(Function):
 
     formula = "{out} = {0} @ {1}"
     grad_formulas = ("d{0} = d{out} @ {1}ᵀ", "d{1} = {0}ᵀ @ d{out}")
+    multilinear = True  # (jvp, the product rule: one input's tangent at a time)
 
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,11 +61,6 @@ class MatMul(Function):
             db = unbroadcast(db, b.shape)
         # END TASK
         return da, db
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray) -> Any:
-        (ta, tb), (a, b) = tangents, inputs
-        return ta @ b + a @ tb
 
 
 def _vector_backward(ctx: Context, a: Any, b: Any, grad_output: Any) -> tuple[Any, Any]:
@@ -196,6 +192,7 @@ class Einsum(Function):
 
     formula = "{out} = einsum(equation, ...)"
     grad_formulas = ("d{i} = einsum(d{out} with the other operands -> {i}'s subscripts)",)
+    multilinear = True  # (jvp, the product rule: one input's tangent at a time)
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, equation: str) -> np.ndarray:
@@ -230,14 +227,6 @@ class Einsum(Function):
             (grad_input,) = _broadcast((grad_input,), [x.shape])  # an index only this operand had: copied along it
             grads.append(cast(unbroadcast(grad_input, ctx.shapes[i]).reshape(ctx.shapes[i]), x.dtype))
         return tuple(grads)
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, equation: str) -> Any:
-        tout = np.zeros_like(out)
-        for i, t in enumerate(tangents):
-            operands = inputs[:i] + (t,) + inputs[i + 1:]
-            tout += Einsum.forward(Context(), *operands, equation=equation)
-        return tout
 
 
 def _broadcast(xs: tuple[Any, ...], shapes: list[tuple[int, ...]]) -> tuple[Any, ...]:

@@ -190,6 +190,7 @@ class Cat(Function):
 
     formula = "{out} = cat(inputs)"
     grad_formulas = ("d{i} = the part of d{out} where {i} was placed",)
+    linear = True  # (jvp: the op itself, on the tangents)
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
@@ -214,10 +215,6 @@ class Cat(Function):
         return _in_input_dtypes(ctx, (grad_output[before + (slice(lo, hi),)]
                                       for lo, hi in zip(ctx.bounds, ctx.bounds[1:])))
 
-    @staticmethod
-    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, dim: int) -> Any:
-        return Cat.forward(Context(), *tangents, dim=dim)
-
 
 class Stack(Function):
     """``out = stack(xs, dim)``;  ``dx_i = dout`` indexed at ``i`` along ``dim``;  jvp ``tout = stack(txs, dim)``,
@@ -225,6 +222,7 @@ class Stack(Function):
 
     formula = "{out} = stack(inputs)"
     grad_formulas = ("d{i} = d{out}[i] along the stacked dim",)
+    linear = True  # (jvp: the op itself, on the tangents)
 
     @staticmethod
     def forward(ctx: Context, *xs: np.ndarray, dim: int) -> np.ndarray:
@@ -240,10 +238,6 @@ class Stack(Function):
     def backward(ctx: Context, grad_output: np.ndarray) -> tuple[np.ndarray, ...]:
         before = (slice(None),) * ctx.dim  # (the dims before the stacked one)
         return _in_input_dtypes(ctx, (grad_output[before + (i,)] for i in range(len(ctx.dtypes))))
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: np.ndarray, *, dim: int) -> Any:
-        return Stack.forward(Context(), *tangents, dim=dim)
 
 
 def _promoted(ctx: Context, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -329,6 +323,7 @@ class SetItem(Function):
 
     formula = "{out} = {0} with {out}[index] = {1}"
     grad_formulas = ("d{0} = d{out} with the assigned elements set to 0", "d{1} = d{out}[index]")
+    linear = True  # (jvp: the op itself, on the tangents)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, value: Any, *, index: Any) -> np.ndarray:
@@ -354,8 +349,3 @@ class SetItem(Function):
             picked = picked.reshape((1,) * (len(shape) - picked.ndim) + picked.shape)  # (value had extra 1s)
             dvalue = unbroadcast(picked, shape, dtype)
         return dx, dvalue
-
-    @staticmethod
-    def jvp(tangents: tuple[Any, Any], inputs: tuple[Any, Any], out: np.ndarray, *, index: Any) -> Any:
-        tx, tvalue = tangents
-        return SetItem.forward(Context(), tx, tvalue, index=index)

@@ -36,6 +36,7 @@ class Softmax(Function):
     formula = "{out} = softmax({0})"
     grad_formulas = ("d{0} = {out} ⊙ (d{out} − rowsum(d{out} ⊙ {out}))",)
     saved_output = 0  # (saved: out)
+    symmetric = True  # (the Jacobian diag(Y) − Y Yᵀ: jvp = this backward, applied to the tangent)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, *, dim: int) -> np.ndarray:
@@ -60,12 +61,6 @@ class Softmax(Function):
         grad_input *= y  # dX = Y ⊙ (dY − Σ_j dY_j Y_j), multiplied in place
         return (grad_input,)
         # END TASK
-
-    @staticmethod
-    def jvp(tangents: tuple[Any], inputs: tuple[Any], out: np.ndarray, *, dim: int) -> Any:
-        (tx,), (x,) = tangents, inputs
-        d = _softmax_dim("softmax", x, dim)
-        return out * (tx - (tx * out).sum(axis=d, keepdims=True))
 
 
 class LogSoftmax(Function):
