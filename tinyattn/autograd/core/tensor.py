@@ -10,8 +10,11 @@ Three attributes carry the graph:
 * ``grad_fn``: the node of the op that made this tensor (None for a leaf, one the user made);
 * ``grad``: after ``backward()``, a leaf's ``dL/dself``, a tensor of its own shape.
 
-The arithmetic operators are here too, each one line that applies an op (``ops/``). tinyattn's torch-like
-``Tensor`` (``autograd/tensor.py``) builds on this class and adds the rest of torch's methods.
+**Where a method lives.** A method the chapter's multi-head attention calls (``attention.py``: the arithmetic
+operators, ``@``, ``reshape``, ``transpose``, ``softmax``, ``sum``...) is here, each one line that applies an op
+(``ops/``). Every other method of torch's is in tinyattn's torch-like ``Tensor`` (``autograd/tensor.py``), which
+builds on this class; a one-input elementwise op that names itself needs no method at all (``x.sinh()`` is made
+from the op there).
 """
 
 from __future__ import annotations
