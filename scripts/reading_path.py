@@ -74,13 +74,17 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
      "differentiated again (the notebook `05_gradients_of_gradients.ipynb`).",
      [("tinyattn/autograd/higher_order.py", "def backward_graph(", "a backward recorded as ops")]),
     ("Forward mode: the other direction",
-     "Each op also states its `jvp`, the tangent of its output from its inputs' tangents (`J t`, a column of the "
-     "Jacobian, where backward gives `vᵀ J`, a row): softmax's is `tY = Y ⊙ (tX − rowsum(tX ⊙ Y))`. Inside "
+     "Forward mode carries a tangent beside each value: `J t`, a column of the Jacobian, where backward gives "
+     "`vᵀ J`, a row. Each op's tangent follows from what it states already: an elementwise op's is `tx ⊙ f'`, "
+     "from its derivative; a linear op's is the op itself on the tangents; a product's, the product rule; "
+     "softmax's Jacobian is symmetric, so its tangent is its backward applied to `tX`. Inside "
      "`forward_ad.dual_level()` every op on tinyattn's tensors applies it (the notebook "
      "`06_forward_and_reverse_mode.ipynb`).",
-     [("tinyattn/autograd/core/ops/softmax.py", "return out * (tx - (tx * out).sum(axis=d, keepdims=True))",
-       "softmax's jvp"),
-      ("tinyattn/autograd/core/ops/matmul.py", "return ta @ b + a @ tb", "matmul's jvp, the product rule"),
+     [("tinyattn/autograd/core/function.py", "    def jvp(cls, tangents: Any, inputs: Any, out: Any",
+       "the jvp each op's statement gives"),
+      ("tinyattn/autograd/core/ops/softmax.py", "    symmetric = True", "softmax: a symmetric Jacobian"),
+      ("tinyattn/autograd/core/ops/matmul.py", "multilinear = True  # (jvp, the product rule: tA @ B",
+       "matmul: the product rule"),
       ("tinyattn/autograd/tangents.py", "def with_tangent(", "each op's value, then its tangent")]),
 ]
 

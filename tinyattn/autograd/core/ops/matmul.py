@@ -26,7 +26,7 @@ class MatMul(Function):
 
     formula = "{out} = {0} @ {1}"
     grad_formulas = ("d{0} = d{out} @ {1}ᵀ", "d{1} = {0}ᵀ @ d{out}")
-    multilinear = True  # (jvp, the product rule: one input's tangent at a time)
+    multilinear = True  # (jvp, the product rule: tA @ B + A @ tB)
 
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
