@@ -302,3 +302,117 @@ def test_a_cast_to_the_dtype_an_array_has_is_the_array_itself_and_otherwise_a_co
         assert converted.dtype == np.float64 and not np.shares_memory(converted, a)
         np.testing.assert_array_equal(converted, a.astype(np.float64))
     assert type(promote(np.dtype(np.float32), 2)) is np.float32  # a Python number becomes a NumPy scalar
+
+
+class FirstOnly(Function):
+    """``out = a + b``, whose backward sends nothing to ``b`` (as an op whose input is overwritten)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, None
+
+
+class SecondOnly(FirstOnly):
+    @staticmethod
+    def backward(ctx, grad_output):
+        return None, grad_output
+
+
+@pytest.mark.parametrize("op", [FirstOnly, SecondOnly])
+def test_an_input_a_backward_sends_nothing_gets_nothing_and_the_pass_goes_on_to_the_others(op):
+    a, b, c = leaf(3), leaf(3), leaf(3)
+    g = RNG.standard_normal(3)
+    # each input reached by one path; a's and b's nodes are non-leaves, so one of them gets no gradient at all
+    out = op.apply(Exp.apply(a), Mul.apply(b, c))
+    engine.backward(out, g)
+    if op is FirstOnly:
+        np.testing.assert_allclose(a.grad.array, g * np.exp(a.array))
+        assert b.grad is None and c.grad is None
+    else:
+        np.testing.assert_allclose(b.grad.array, g * c.array)
+        np.testing.assert_allclose(c.grad.array, g * b.array)
+        assert a.grad is None
+
+
+def test_an_input_used_twice_that_one_use_sends_nothing_gets_the_other_uses_gradient():
+    a = leaf(4)
+    g = RNG.standard_normal(4)
+    engine.backward(FirstOnly.apply(a, a), g)
+    np.testing.assert_allclose(a.grad.array, g)
+    b = leaf(4)
+    engine.backward(SecondOnly.apply(b, b), g)
+    np.testing.assert_allclose(b.grad.array, g)
+
+
+def test_the_core_tensors_own_methods_are_its_ops_with_their_gradients():
+    x = leaf(2, 3, 4)
+    g = RNG.standard_normal((3, 2, 4))
+    y = x.reshape(3, 2, 4)
+    assert type(y) is core.Tensor and y.grad_fn.name == "Reshape"
+    np.testing.assert_array_equal(x.reshape((3, 8)).array, x.array.reshape(3, 8))
+    np.testing.assert_array_equal(x.reshape([4, -1]).array, x.array.reshape(4, 6))
+    np.testing.assert_array_equal(x.reshape(24).array, x.array.reshape(24))
+    y.backward(g)
+    np.testing.assert_array_equal(x.grad.array, g.reshape(2, 3, 4))
+    np.testing.assert_array_equal(x.transpose(0, -1).array, x.array.swapaxes(0, 2))
+    e = np.exp(x.array - x.array.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(x.softmax(dim=1).array, e / e.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(x.log_softmax(dim=1).array, np.log(e / e.sum(axis=1, keepdims=True)))
+    assert x.log_softmax(dim=-1).grad_fn.name == "LogSoftmax"
+    np.testing.assert_allclose(x.sum().array, x.array.sum())
+    np.testing.assert_allclose(x.sum(dim=(0, 2), keepdim=True).array, x.array.sum(axis=(0, 2), keepdims=True))
+    np.testing.assert_allclose(x.mean().array, x.array.mean())
+    np.testing.assert_allclose(x.mean(dim=1).array, x.array.mean(axis=1))
+    np.testing.assert_allclose(x.mean(1, True).array, x.array.mean(axis=1, keepdims=True))
+    x.grad = None
+    h = RNG.standard_normal((2, 3))
+    x.mean(dim=2).backward(h)
+    np.testing.assert_allclose(x.grad.array, np.repeat(h[:, :, None] / 4, 4, axis=2))
+
+
+class Scaled(Function):
+    """``out = factor · x`` (a symmetric Jacobian: factor I), whose backward reads its option from ``ctx.kwargs``."""
+
+    symmetric = True
+
+    @staticmethod
+    def forward(ctx, x, *, factor):
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.kwargs["factor"]  # (bare: one input)
+
+
+def test_the_default_jvp_follows_from_what_an_op_says_of_itself():
+    from tinyattn.autograd.core.ops.elementwise import Add, MaskedFill, Where
+    from tinyattn.autograd.core.ops.matmul import Einsum
+    from tinyattn.autograd.core.ops.softmax import Softmax
+
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 2))
+    ta_, tb = RNG.standard_normal((3, 4)), RNG.standard_normal((4, 2))
+    out = a @ b
+    np.testing.assert_allclose(MatMul.jvp((ta_, tb), (a, b), out), ta_ @ b + a @ tb)  # multilinear
+    c, tc = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(Einsum.jvp((ta_, tc), (a, c), None, equation="ij,ij->i"), (ta_ * c + a * tc).sum(1))
+    np.testing.assert_allclose(Add.jvp((ta_, tc), (a, c), a + c), ta_ + tc)  # linear: the op on the tangents
+    cond = a > 0
+    np.testing.assert_allclose(Where.jvp((None, ta_, tc), (cond, a, c), None), np.where(cond, ta_, tc))
+    np.testing.assert_allclose(MaskedFill.jvp((ta_, None), (a, cond), None, value=5.0), np.where(cond, 0.0, ta_))
+    y = np.exp(a) / np.exp(a).sum(1, keepdims=True)
+    np.testing.assert_allclose(Softmax.jvp((ta_,), (a,), y, dim=1), y * (ta_ - (ta_ * y).sum(1, keepdims=True)))
+    np.testing.assert_allclose(Scaled.jvp((ta_,), (a,), None, factor=3.0), 3.0 * ta_)  # symmetric, bare
+
+
+def test_an_op_that_states_no_jvp_and_nothing_it_follows_from_has_none():
+    class Opaque(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+    with pytest.raises(NotImplementedError, match="Opaque has no jvp: forward-mode AD does not support it"):
+        Opaque.jvp((np.ones(2),), (np.ones(2),), np.ones(2))

@@ -157,3 +157,47 @@ def test_the_same_walk_on_tinyattns_tensors_passes_torchs_loop_and_its_node():
     assert frames[-1] == (CORE / "ops" / "softmax.py", "backward")
     assert any(path.name == "backprop.py" for path, _ in frames)
     assert not all(CORE in path.parents for path, _ in frames)
+
+
+def test_the_cores_attention_on_three_dim_inputs_with_a_mask_is_the_formula_and_tinyattns():
+    rng = np.random.default_rng(5)
+    q, k, v = rng.standard_normal((2, 4, 6)), rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 3, 5))
+    mask = np.where(rng.random((4, 3)) < 0.3, -np.inf, 0.0)
+    mask[:, 0] = 0.0  # (every query keeps a key)
+    g = rng.standard_normal((2, 4, 5))
+    leaves = [core.Tensor(a, requires_grad=True) for a in (q, k, v)]
+    out, p = attention.attention(*leaves, mask)
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(6) + mask
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    np.testing.assert_allclose(p.array, weights)
+    np.testing.assert_allclose(out.array, weights @ v)
+    out.backward(g)
+    theirs = [ta.tensor(a, requires_grad=True) for a in (q, k, v)]
+    t_out, _ = F.attention(*theirs, ta.tensor(mask))
+    t_out.backward(ta.tensor(g))
+    for mine, other in zip(leaves, theirs):
+        np.testing.assert_allclose(mine.grad.array, other.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_the_cores_mha_without_biases_and_with_a_mask_is_tinyattns():
+    arrays = chapter_arrays(6)
+    mask = np.triu(np.full((L, S), -np.inf), k=1)  # (query i sees keys 0..i)
+    leaves = [core.Tensor(arrays[n], requires_grad=True) for n in ("query", "key", "value")]
+    weights = [core.Tensor(w, requires_grad=True) for w in arrays["weights"]]
+    out, p = attention.multi_head_attention(*leaves, H, weights, mask=mask)
+    out.backward(arrays["grad"])
+    assert np.all(p.array[..., np.triu_indices(L, 1, S)[0], np.triu_indices(L, 1, S)[1]] == 0)
+    theirs = [ta.tensor(arrays[n], requires_grad=True) for n in ("query", "key", "value")]
+    t_weights = [ta.tensor(w, requires_grad=True) for w in arrays["weights"]]
+    t_out, t_p = F.multi_head_attention(*theirs, H, tuple(t_weights), mask=ta.tensor(mask))
+    t_out.backward(ta.tensor(arrays["grad"]))
+    np.testing.assert_allclose(p.array, t_p.detach().numpy(), rtol=1e-12, atol=1e-14)
+    for mine, other in zip([*leaves, *weights], [*theirs, *t_weights]):
+        np.testing.assert_allclose(mine.grad.array, other.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_heads_that_do_not_divide_the_width_are_refused_naming_both():
+    x = core.Tensor(np.ones((1, 2, 6)))
+    with pytest.raises(ValueError, match="the embedding size 6 is not divisible by num_heads 4"):
+        attention.multi_head_attention(x, x, x, 4, [core.Tensor(np.eye(6))] * 4)

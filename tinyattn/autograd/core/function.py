@@ -121,16 +121,18 @@ class Function:
         constant = cls.constant_inputs
         if cls.linear:  # J t is the op, on the tangents
             given = [x if i in constant else t for i, (x, t) in enumerate(zip(inputs, tangents))]
-            return cls.forward(_context(len(inputs), False, options), *given, **options)
+            return cls.forward(_context(len(inputs), options), *given, **options)
         if cls.multilinear:  # the product rule: one input's tangent at a time, the others as they are
-            total = np.zeros_like(out)
+            total = None
             for i, t in enumerate(tangents):
-                if i not in constant:
-                    given = [t if j == i else x for j, x in enumerate(inputs)]
-                    total = total + cls.forward(_context(len(inputs), False, options), *given, **options)
+                if i in constant:
+                    continue
+                given = [t if j == i else x for j, x in enumerate(inputs)]
+                term = cls.forward(_context(len(inputs), options), *given, **options)
+                total = term if total is None else total + term
             return total
         if cls.symmetric:  # J t = Jᵀ t: the backward, on what forward saves, applied to the tangent
-            ctx = _context(len(inputs), True, options)
+            ctx = _context(len(inputs), options)
             cls.forward(ctx, *inputs, **options)
             free = next(i for i in range(len(inputs)) if i not in constant)
             grads = cls.backward(ctx, tangents[free])
@@ -173,10 +175,10 @@ class Function:
         return made.op_result(result, cls, inputs, options)
 
 
-def _context(count: int, needs_grad: bool, options: dict[str, Any]) -> Context:
+def _context(count: int, options: dict[str, Any]) -> Context:
     """A fresh context for running an op's forward (and backward) outside a recorded call: forward mode's."""
     ctx = Context()
-    ctx.needs_input_grad = (needs_grad,) * count
+    ctx.needs_input_grad = (True,) * count
     ctx.kwargs = options
     return ctx
 
