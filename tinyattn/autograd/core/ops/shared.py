@@ -47,5 +47,5 @@ def on_tensors(*xs: Any) -> bool:
 def cast(x: Any, dtype: Any) -> Any:
     """``x`` in ``dtype``: ``astype`` for an array, ``to`` for a tensor (a backward recorded as ops)."""
     if isinstance(x, (np.ndarray, np.generic)):  # (an array, or a NumPy scalar)
-        return x.astype(dtype)
+        return x.astype(dtype, copy=False)
     return x.to(dtype)
