@@ -80,7 +80,7 @@ STEPS: list[tuple[str, str, list[tuple[str, str, str]]]] = [
      "softmax's Jacobian is symmetric, so its tangent is its backward applied to `tX`. Inside "
      "`forward_ad.dual_level()` every op on tinyattn's tensors applies it (the notebook "
      "`06_forward_and_reverse_mode.ipynb`).",
-     [("tinyattn/autograd/core/function.py", "    def jvp(cls, tangents: Any, inputs: Any, out: Any",
+     [("tinyattn/autograd/core/function.py", "    def jvp(cls, tangents: Any, *args: Any, **options: Any)",
        "the jvp each op's statement gives"),
       ("tinyattn/autograd/core/ops/softmax.py", "    symmetric = True", "softmax: a symmetric Jacobian"),
       ("tinyattn/autograd/core/ops/matmul.py", "multilinear = True  # (jvp, the product rule: tA @ B",

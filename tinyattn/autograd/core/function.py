@@ -111,13 +111,14 @@ class Function:
         raise NotImplementedError
 
     @classmethod
-    def jvp(cls, tangents: Any, inputs: Any, out: Any, **options: Any) -> Any:
+    def jvp(cls, tangents: Any, *args: Any, **options: Any) -> Any:
         """Forward mode: the output's tangent ``tout = J t``.
 
         Called with one tangent per input (zeros where an input has none; None for an input that is None), and
         the inputs and output of forward. This default takes it from what the op states already (the class
         attributes above): the op itself for a linear op, the product rule for a multilinear one, the backward
         for a symmetric Jacobian. Every other op states its own."""
+        inputs, out = args
         constant = cls.constant_inputs
         if cls.linear:  # J t is the op, on the tangents
             given = [x if i in constant else t for i, (x, t) in enumerate(zip(inputs, tangents))]
