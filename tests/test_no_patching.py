@@ -13,7 +13,6 @@ Walks every module of the package (its syntax, as a reader sees it) and fails on
 import ast
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
@@ -127,7 +126,7 @@ def test_the_switches_listed_hold_settings_and_are_still_there():
             assert f"global {name}" in text, (rel, name)
 
 
-def test_the_design_before_this_one_is_found_by_the_walk(tmp_path):
+def test_the_design_before_this_one_is_found_by_the_walk():
     """(The core as it was: a registry, a swapped apply, an apply replaced at subclassing.)"""
     root_dir = PACKAGE.parent
     try:
@@ -143,4 +142,3 @@ def test_the_design_before_this_one_is_found_by_the_walk(tmp_path):
     assert any("Function.apply" in line for line in findings(old))
     assert any("module global Tensor" in line for line in findings(registry))
     assert any("replaces cls.apply" in line for line in findings(custom))
-    assert sys.version_info >= (3, 10)
