@@ -118,7 +118,7 @@ class Function:
         the inputs and output of forward. This default takes it from what the op states already (the class
         attributes above): the op itself for a linear op, the product rule for a multilinear one, the backward
         for a symmetric Jacobian. Every other op states its own."""
-        inputs, out = args
+        inputs = args[0]  # (args: the inputs, then the output, which no default reads)
         constant = cls.constant_inputs
         if cls.linear:  # J t is the op, on the tangents
             given = [x if i in constant else t for i, (x, t) in enumerate(zip(inputs, tangents))]
